@@ -131,6 +131,20 @@ func (a *AgentFlags) Client() (*deckhand.Container, error) {
 	return box, nil
 }
 
+// runE is the RunE of an agent command: fn runs with the handle of the
+// agent the flags name, under Context(cmd).
+func (a *AgentFlags) runE(fn func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		box, err := a.Client()
+		if err != nil {
+			return err
+		}
+		ctx, stop := Context(cmd)
+		defer stop()
+		return fn(ctx, cmd, args, box)
+	}
+}
+
 // explain words an error of the agent's handle for the command line.
 func (a *AgentFlags) explain(err error) error { return explainAgent(a.base, err) }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,17 +52,11 @@ func lsCmd() *cobra.Command {
 	ag := AddAgentFlags(cmd)
 	cmd.Flags().BoolVarP(&hidden, "all", "a", false, "include names starting with a dot")
 	cmd.Flags().IntVar(&depth, "depth", 1, "levels to descend (1-32)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error {
 		p := "/"
 		if len(args) == 1 {
 			p, _ = remotePath(args[0], false)
 		}
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
-		ctx, stop := Context(cmd)
-		defer stop()
 		// The service's own answers, which -o json prints as they are.
 		var one, raw json.RawMessage
 		if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files/stat", url.Values{"path": {p}}, nil, &one); err != nil {
@@ -85,7 +80,7 @@ func lsCmd() *cobra.Command {
 				t.Line("(truncated: more entries than the service lists at once)")
 			}
 		})
-	}
+	})
 	return cmd
 }
 
@@ -173,13 +168,7 @@ func rmCmd() *cobra.Command {
 	ag := AddAgentFlags(cmd)
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "delete directories with everything in them")
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "a path that does not exist is not an error")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
-		ctx, stop := Context(cmd)
-		defer stop()
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error {
 		type removed struct {
 			Path    string `json:"path"`
 			Removed bool   `json:"removed"`
@@ -203,7 +192,7 @@ func rmCmd() *cobra.Command {
 				}
 			}
 		})
-	}
+	})
 	return cmd
 }
 
@@ -219,13 +208,7 @@ func mkdirCmd() *cobra.Command {
 	ag := AddAgentFlags(cmd)
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "octal permission bits (default 0755, before the umask)")
 	cmd.Flags().BoolVar(&noParents, "no-parents", false, "fail when a parent is missing or the directory exists")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
-		ctx, stop := Context(cmd)
-		defer stop()
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error {
 		var made []json.RawMessage
 		for _, a := range args {
 			p, _ := remotePath(a, false)
@@ -245,6 +228,6 @@ func mkdirCmd() *cobra.Command {
 				t.Line("made :%s", path.Clean(output.Cell(output.Field(e, "path"))))
 			}
 		})
-	}
+	})
 	return cmd
 }

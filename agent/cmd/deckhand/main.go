@@ -9,16 +9,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,10 +83,6 @@ func defaultData() string {
 	return "deckhand-data"
 }
 
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-}
-
 func runCmd() *cobra.Command {
 	var (
 		cfg                          agent.Config
@@ -138,7 +131,7 @@ func runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
+			ctx, stop := cli.Context(cmd)
 			defer stop()
 			return sup.Run(ctx)
 		},
@@ -214,7 +207,7 @@ func serviceCmd() *cobra.Command {
 				return err
 			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
-			ctx, stop := signalContext()
+			ctx, stop := cli.Context(cmd)
 			defer stop()
 			return agent.ServeOne(ctx, cfg)
 		},

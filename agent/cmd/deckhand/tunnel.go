@@ -113,7 +113,7 @@ func tunnelCmd() *cobra.Command {
 						"permissions admit; deckhand preview %d --container %s prints a link for anyone)\n", preview, o.Remote, container)
 				}
 			}
-			ctx, stop := signalContext()
+			ctx, stop := cli.Context(cmd)
 			defer stop()
 			return box.Forward(ctx, o)
 		},
