@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -48,9 +49,8 @@ func (f *Format) String() string {
 
 // Set implements pflag.Value: only the three formats are accepted.
 func (f *Format) Set(v string) error {
-	switch Format(strings.ToLower(strings.TrimSpace(v))) {
-	case Table, JSON, YAML:
-		*f = Format(strings.ToLower(strings.TrimSpace(v)))
+	if g := strings.ToLower(strings.TrimSpace(v)); slices.Contains(Formats, g) {
+		*f = Format(g)
 		return nil
 	}
 	return fmt.Errorf("must be one of %s, not %q", strings.Join(Formats, ", "), v)

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"deckhand/agent/cli"
+	"deckhand/agent/cli/output"
 	"deckhand/services/process"
 )
 
@@ -56,10 +57,7 @@ func execCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The root's -o: table is the command's own streams, json and
 			// yaml are JSON lines.
-			jsonLines := false
-			if f := cmd.Flag("output"); f != nil && f.Value.String() != "table" {
-				jsonLines = true
-			}
+			jsonLines := output.Of(cmd) != output.Table
 			vars := map[string]string{}
 			for _, kv := range env {
 				k, v, ok := strings.Cut(kv, "=")
