@@ -82,17 +82,22 @@ type AgentFlags struct {
 	base      string // the agent's URL Client found
 }
 
-// DefaultAgentURL is the agent a client command talks to without --agent.
+// DefaultAgentURL is the agent a client command talks to without --agent
+// or AgentEnv.
 const DefaultAgentURL = "http://127.0.0.1:7700"
+
+// AgentDefault is --agent's default: AgentEnv, else DefaultAgentURL.
+func AgentDefault() string {
+	if v := os.Getenv(AgentEnv); v != "" {
+		return v
+	}
+	return DefaultAgentURL
+}
 
 // AddAgentFlags declares --agent, --token and --container on cmd.
 func AddAgentFlags(cmd *cobra.Command) *AgentFlags {
 	a := &AgentFlags{}
-	def := DefaultAgentURL
-	if v := os.Getenv(AgentEnv); v != "" {
-		def = v
-	}
-	cmd.Flags().StringVar(&a.URL, "agent", def, "the container's agent (gateway) URL; env "+AgentEnv)
+	cmd.Flags().StringVar(&a.URL, "agent", AgentDefault(), "the container's agent (gateway) URL; env "+AgentEnv)
 	cmd.Flags().StringVar(&a.Token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
 	AddContainerFlag(cmd, &a.Container)
 	a.cmd = cmd
@@ -124,6 +129,20 @@ func (a *AgentFlags) Client() (*deckhand.Container, error) {
 	}
 	a.base = strings.TrimRight(u, "/")
 	return box, nil
+}
+
+// runE is the RunE of an agent command: fn runs with the handle of the
+// agent the flags name, under Context(cmd).
+func (a *AgentFlags) runE(fn func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		box, err := a.Client()
+		if err != nil {
+			return err
+		}
+		ctx, stop := Context(cmd)
+		defer stop()
+		return fn(ctx, cmd, args, box)
+	}
 }
 
 // explain words an error of the agent's handle for the command line.
@@ -236,21 +255,57 @@ func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
 	return "http://" + ct.AgentAddr, nil
 }
 
-// printData prints an answer's data in the command's format.
-func printData(cmd *cobra.Command, resp *deckhand.Answer, table func(t *output.TableWriter, data any) error) error {
+// printData prints JSON data (an answer's, as sent) in the command's
+// format; table draws it, decoded.
+func printData(cmd *cobra.Command, raw json.RawMessage, table func(t *output.TableWriter, data any)) error {
 	p := output.New(cmd)
 	var data any
-	if p.Format == output.Table && len(resp.Data) > 0 {
+	if p.Format == output.Table && len(raw) > 0 {
 		var err error
-		if data, err = output.Decode(resp.Data); err != nil {
+		if data, err = output.Decode(raw); err != nil {
 			return err
 		}
 	}
-	var tf func(*output.TableWriter) error
-	if table != nil {
-		tf = func(t *output.TableWriter) error { return table(t, data) }
+	return p.Print(raw, func(t *output.TableWriter) { table(t, data) })
+}
+
+// show sends r to the logged-in control plane and prints its answer's
+// data (printData).
+func show(cmd *cobra.Command, r deckhand.Request, table func(t *output.TableWriter, data any)) error {
+	c, err := loadControl(true)
+	if err != nil {
+		return err
 	}
-	return p.Print(resp.Data, tf)
+	resp, err := c.call(cmd, r)
+	if err != nil {
+		return err
+	}
+	return printData(cmd, resp.Data, table)
+}
+
+// remove sends DELETE path to the logged-in control plane and prints
+// {id, <done>: true, message}; the table says the message and id.
+func remove(cmd *cobra.Command, path, id, done string) error {
+	c, err := loadControl(true)
+	if err != nil {
+		return err
+	}
+	resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: path})
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"id": id, done: true, "message": resp.Message}
+	return output.New(cmd).Line(out, "%s: %s.", resp.Message, id)
+}
+
+// objectTable draws data as one object's cols.
+func objectTable(cols []output.Column) func(*output.TableWriter, any) {
+	return func(t *output.TableWriter, d any) { t.Object(d, cols) }
+}
+
+// listTable draws the list under key in data, one row of cols each.
+func listTable(key string, cols []output.Column) func(*output.TableWriter, any) {
+	return func(t *output.TableWriter, d any) { t.Objects(output.Field(d, key), cols) }
 }
 
 // terminal is where prompts go: stdin and stderr when stdin is a terminal,

@@ -61,10 +61,7 @@ func containerTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, accessTokenCols)
-				return nil
-			})
+			return printData(cmd, resp.Data, objectTable(accessTokenCols))
 		},
 	}
 	cmd.Flags().StringSliceVar(&services, "for", nil, "only these services of the agent (comma list or repeated: mcp, process, files, terminal, ...; default all)")
@@ -74,18 +71,16 @@ func containerTokenCmd() *cobra.Command {
 
 var accessTokenCols = output.Cols("TOKEN=token", "CONTAINER=container_id", "SERVICES=services", "EXPIRES=expires_at", "AGENT=agent_url")
 
-func printContainer(cmd *cobra.Command, resp *deckhand.Answer) error {
-	return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-		t.Object(d, containerCols)
-		if urls, ok := output.Field(d, "urls").(map[string]any); ok {
-			for _, svc := range []string{"terminal", "files", "process"} {
-				if u, ok := urls[svc].(string); ok {
-					t.Row("URL "+strings.ToUpper(svc), u)
-				}
+// containerTable draws a container and the URLs of its main services.
+func containerTable(t *output.TableWriter, d any) {
+	t.Object(d, containerCols)
+	if urls, ok := output.Field(d, "urls").(map[string]any); ok {
+		for _, svc := range []string{"terminal", "files", "process"} {
+			if u, ok := urls[svc].(string); ok {
+				t.Row("URL "+strings.ToUpper(svc), u)
 			}
 		}
-		return nil
-	})
+	}
 }
 
 func containerCreateCmd() *cobra.Command {
@@ -154,7 +149,7 @@ func containerCreateCmd() *cobra.Command {
 					return err
 				}
 			}
-			return printContainer(cmd, resp)
+			return printData(cmd, resp.Data, containerTable)
 		},
 	}
 	f := cmd.Flags()
@@ -199,32 +194,18 @@ func waitRunning(cmd *cobra.Command, c *control, id string, wait time.Duration) 
 
 func containerListCmd() *cobra.Command {
 	var project string
-	var page, limit int
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List a project's containers, oldest first",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			q := url.Values{"page": {fmt.Sprint(page)}, "limit": {fmt.Sprint(limit)}}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet,
-				Path: "/api/v1/projects/" + url.PathEscape(project) + "/containers?" + q.Encode()})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Objects(output.Field(d, "containers"), containerListCols)
-				return nil
-			})
-		},
+	}
+	page := addPageFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		path := "/api/v1/projects/" + url.PathEscape(project) + "/containers"
+		return show(cmd, deckhand.Request{Method: http.MethodGet, Path: path, Query: page()}, listTable("containers", containerListCols))
 	}
 	cmd.Flags().StringVar(&project, "project", "", "the project's id (required)")
-	cmd.Flags().IntVar(&page, "page", 1, "page, from 1")
-	cmd.Flags().IntVar(&limit, "limit", 20, "page size, 1-100")
 	_ = cmd.MarkFlagRequired("project")
 	return cmd
 }
@@ -235,15 +216,7 @@ func containerGetCmd() *cobra.Command {
 		Short: "Show one container: status, reason, agent address and service URLs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(args[0])})
-			if err != nil {
-				return err
-			}
-			return printContainer(cmd, resp)
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(args[0])}, containerTable)
 		},
 	}
 }
@@ -254,15 +227,8 @@ func containerActionCmd(action, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(args[0]) + "/" + action})
-			if err != nil {
-				return err
-			}
-			return printContainer(cmd, resp)
+			path := "/api/v1/containers/" + url.PathEscape(args[0]) + "/" + action
+			return show(cmd, deckhand.Request{Method: http.MethodPost, Path: path}, containerTable)
 		},
 	}
 }
@@ -275,23 +241,11 @@ func containerRemoveCmd() *cobra.Command {
 		Short:   "Delete a container: its engine container, its workspace volume and its record",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
 			path := "/api/v1/containers/" + url.PathEscape(args[0])
 			if keep {
 				path += "?keep_workspace=true"
 			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: path})
-			if err != nil {
-				return err
-			}
-			out := map[string]any{"id": args[0], "deleted": true, "message": resp.Message}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("%s: %s.", resp.Message, args[0])
-				return nil
-			})
+			return remove(cmd, path, args[0], "deleted")
 		},
 	}
 	cmd.Flags().BoolVar(&keep, "keep-workspace", false, "keep the workspace volume in the engine")

@@ -33,18 +33,8 @@ func snapshotCreateCmd() *cobra.Command {
 		Short: "Snapshot a container: its files, installed packages and workspace (not memory)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: snapshotsPath(args[0]), Body: map[string]any{"name": args[1]}})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, snapshotCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodPost, Path: snapshotsPath(args[0]), Body: map[string]any{"name": args[1]}},
+				objectTable(snapshotCols))
 		},
 	}
 }
@@ -55,18 +45,7 @@ func snapshotListCmd() *cobra.Command {
 		Short: "List a container's snapshots, oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: snapshotsPath(args[0])})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Objects(output.Field(d, "snapshots"), snapshotCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: snapshotsPath(args[0])}, listTable("snapshots", snapshotCols))
 		},
 	}
 }
@@ -91,7 +70,7 @@ func snapshotRestoreCmd() *cobra.Command {
 					return err
 				}
 			}
-			return printContainer(cmd, resp)
+			return printData(cmd, resp.Data, containerTable)
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for running (0: answer at once, in creating)")
@@ -104,19 +83,7 @@ func snapshotRemoveCmd() *cobra.Command {
 		Short: "Delete a snapshot (its image stays while containers run from it)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: snapshotsPath(args[0]) + "/" + url.PathEscape(args[1])})
-			if err != nil {
-				return err
-			}
-			out := map[string]any{"id": args[1], "deleted": true, "message": resp.Message}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("%s: %s.", resp.Message, args[1])
-				return nil
-			})
+			return remove(cmd, snapshotsPath(args[0])+"/"+url.PathEscape(args[1]), args[1], "deleted")
 		},
 	}
 }
@@ -162,10 +129,7 @@ func forkCmd() *cobra.Command {
 					}
 				}
 			}
-			return output.New(cmd).Print(list, func(t *output.TableWriter) error {
-				t.Objects(list, containerListCols)
-				return nil
-			})
+			return output.New(cmd).Print(list, func(t *output.TableWriter) { t.Objects(list, containerListCols) })
 		},
 	}
 	f := cmd.Flags()
@@ -182,40 +146,21 @@ var workspaceCols = output.Cols("ID=id", "NAME=name", "CONTAINER=container_id", 
 
 func workspacesCmd() *cobra.Command {
 	var project string
-	var remove string
+	var rm string
 	cmd := &cobra.Command{
 		Use:   "workspaces",
 		Short: "List a project's kept workspaces (rm --keep-workspace), or delete one with --rm ID",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
 			path := "/api/v1/projects/" + url.PathEscape(project) + "/workspaces"
-			if remove != "" {
-				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: path + "/" + url.PathEscape(remove)})
-				if err != nil {
-					return err
-				}
-				out := map[string]any{"id": remove, "deleted": true, "message": resp.Message}
-				return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-					t.Line("%s: %s.", resp.Message, remove)
-					return nil
-				})
+			if rm != "" {
+				return remove(cmd, path+"/"+url.PathEscape(rm), rm, "deleted")
 			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: path})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Objects(output.Field(d, "workspaces"), workspaceCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: path}, listTable("workspaces", workspaceCols))
 		},
 	}
 	cmd.Flags().StringVar(&project, "project", "", "the project's id (required)")
-	cmd.Flags().StringVar(&remove, "rm", "", "delete this workspace and its volume")
+	cmd.Flags().StringVar(&rm, "rm", "", "delete this workspace and its volume")
 	_ = cmd.MarkFlagRequired("project")
 	return cmd
 }

@@ -82,12 +82,11 @@ func eventsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+			return printData(cmd, resp.Data, func(t *output.TableWriter, d any) {
 				t.Objects(output.Field(d, "events"), eventCols)
 				if pg := output.Field(d, "pagination"); pg != nil {
 					t.Line("%s of %s", output.Cell(len(asList(output.Field(d, "events")))), output.Cell(output.Field(pg, "total")))
 				}
-				return nil
 			})
 		},
 	}
@@ -180,20 +179,11 @@ func followEvents(cmd *cobra.Command, c *control, q url.Values, interval time.Du
 			}
 			first := header
 			header = false
-			if err := p.Item(raw, func(t *output.TableWriter) error {
+			if err := p.Item(raw, func(t *output.TableWriter) {
 				if first {
-					hdr := make([]any, len(eventCols))
-					for i, c := range eventCols {
-						hdr[i] = c.Header
-					}
-					t.Row(hdr...)
+					t.Header(eventCols)
 				}
-				row := make([]any, len(eventCols))
-				for i, c := range eventCols {
-					row[i] = output.Field(d, c.Field)
-				}
-				t.Row(row...)
-				return nil
+				t.ObjectRow(d, eventCols)
 			}); err != nil {
 				return err
 			}
@@ -231,11 +221,10 @@ func notificationsCmd() *cobra.Command {
 					return err
 				}
 			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+			return printData(cmd, resp.Data, func(t *output.TableWriter, d any) {
 				t.Objects(output.Field(d, "notifications"), output.Cols("ID=id", "LEVEL=level", "TITLE=title", "BODY=body",
 					"READ=is_read", "CREATED=created_at"))
 				t.Line("%s unread of %s", output.Cell(output.Field(d, "unread")), output.Cell(output.Field(d, "total")))
-				return nil
 			})
 		},
 	}
@@ -286,10 +275,7 @@ func notificationsReadCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printData(cmd, resp, func(t *output.TableWriter, _ any) error {
-					t.Line("%s.", resp.Message)
-					return nil
-				})
+				return output.New(cmd).Line(resp.Data, "%s.", resp.Message)
 			}
 			var done []json.RawMessage
 			for _, id := range args {
@@ -300,10 +286,7 @@ func notificationsReadCmd() *cobra.Command {
 				done = append(done, resp.Data)
 			}
 			raw, _ := json.Marshal(done)
-			return output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
-				t.Line("Marked %d as read.", len(args))
-				return nil
-			})
+			return output.New(cmd).Line(json.RawMessage(raw), "Marked %d as read.", len(args))
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "mark every notification as read")

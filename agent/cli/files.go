@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,23 +52,17 @@ func lsCmd() *cobra.Command {
 	ag := AddAgentFlags(cmd)
 	cmd.Flags().BoolVarP(&hidden, "all", "a", false, "include names starting with a dot")
 	cmd.Flags().IntVar(&depth, "depth", 1, "levels to descend (1-32)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error {
 		p := "/"
 		if len(args) == 1 {
 			p, _ = remotePath(args[0], false)
 		}
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
-		ctx, stop := Context(cmd)
-		defer stop()
 		// The service's own answers, which -o json prints as they are.
 		var one, raw json.RawMessage
 		if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files/stat", url.Values{"path": {p}}, nil, &one); err != nil {
 			return ag.explain(err)
 		}
-		if output.Field(mustDecode(one), "type") == "dir" {
+		if d, _ := output.Decode(one); output.Field(d, "type") == "dir" {
 			q := url.Values{"path": {p}, "depth": {fmt.Sprint(depth)}, "hidden": {fmt.Sprint(hidden)}}
 			if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files", q, nil, &raw); err != nil {
 				return ag.explain(err)
@@ -75,11 +70,7 @@ func lsCmd() *cobra.Command {
 		} else {
 			raw, _ = json.Marshal(map[string]any{"path": p, "entries": []json.RawMessage{one}, "truncated": false})
 		}
-		d, err := output.Decode(raw)
-		if err != nil {
-			return err
-		}
-		return output.New(cmd).Print(raw, func(t *output.TableWriter) error {
+		return printData(cmd, raw, func(t *output.TableWriter, d any) {
 			cols := entryCols
 			if depth > 1 {
 				cols = append(cols[:len(cols)-1:len(cols)-1], output.Column{Header: "PATH", Field: "path"})
@@ -88,9 +79,8 @@ func lsCmd() *cobra.Command {
 			if output.Field(d, "truncated") == true {
 				t.Line("(truncated: more entries than the service lists at once)")
 			}
-			return nil
 		})
-	}
+	})
 	return cmd
 }
 
@@ -151,17 +141,16 @@ func cpCmd() *cobra.Command {
 			}
 			res = r
 		}
-		return output.New(cmd).Print(res, func(t *output.TableWriter) error {
+		return output.New(cmd).Print(res, func(t *output.TableWriter) {
 			if r, ok := res.(*copyResult); ok {
 				resumed := ""
 				if r.ResumedFrom > 0 {
 					resumed = fmt.Sprintf(", resumed at byte %d", r.ResumedFrom)
 				}
 				t.Line("%s -> %s: %d bytes, sha256 %s%s", r.Source, r.Destination, r.Size, r.SHA256, resumed)
-				return nil
+				return
 			}
 			t.Line("%s -> %s", args[0], args[1])
-			return nil
 		})
 	}
 	return cmd
@@ -179,13 +168,7 @@ func rmCmd() *cobra.Command {
 	ag := AddAgentFlags(cmd)
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "delete directories with everything in them")
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "a path that does not exist is not an error")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
-		ctx, stop := Context(cmd)
-		defer stop()
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error {
 		type removed struct {
 			Path    string `json:"path"`
 			Removed bool   `json:"removed"`
@@ -202,15 +185,14 @@ func rmCmd() *cobra.Command {
 			}
 			out = append(out, removed{Path: p, Removed: err == nil})
 		}
-		return output.New(cmd).Print(out, func(t *output.TableWriter) error {
+		return output.New(cmd).Print(out, func(t *output.TableWriter) {
 			for _, r := range out {
 				if r.Removed {
 					t.Line("removed :%s", r.Path)
 				}
 			}
-			return nil
 		})
-	}
+	})
 	return cmd
 }
 
@@ -226,13 +208,7 @@ func mkdirCmd() *cobra.Command {
 	ag := AddAgentFlags(cmd)
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "octal permission bits (default 0755, before the umask)")
 	cmd.Flags().BoolVar(&noParents, "no-parents", false, "fail when a parent is missing or the directory exists")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
-		ctx, stop := Context(cmd)
-		defer stop()
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, args []string, box *deckhand.Container) error {
 		var made []json.RawMessage
 		for _, a := range args {
 			p, _ := remotePath(a, false)
@@ -247,22 +223,11 @@ func mkdirCmd() *cobra.Command {
 			made = append(made, e)
 		}
 		raw, _ := json.Marshal(made)
-		d, err := output.Decode(raw)
-		if err != nil {
-			return err
-		}
-		return output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
+		return printData(cmd, raw, func(t *output.TableWriter, d any) {
 			for _, e := range asList(d) {
 				t.Line("made :%s", path.Clean(output.Cell(output.Field(e, "path"))))
 			}
-			return nil
 		})
-	}
+	})
 	return cmd
-}
-
-// mustDecode is raw as output.Decode reads it (nil when it is not JSON).
-func mustDecode(raw json.RawMessage) any {
-	d, _ := output.Decode(raw)
-	return d
 }

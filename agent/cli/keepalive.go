@@ -46,14 +46,7 @@ func keepaliveCmd() *cobra.Command {
 		}
 		raw, _ := json.Marshal(map[string]any{"id": l.ID, "duration_seconds": int(l.Duration / time.Second),
 			"created_at": l.CreatedAt, "expires_at": l.ExpiresAt})
-		v, err := output.Decode(raw)
-		if err != nil {
-			return err
-		}
-		return output.New(cmd).Print(raw, func(t *output.TableWriter) error {
-			t.Object(v, leaseCols)
-			return nil
-		})
+		return printData(cmd, raw, objectTable(leaseCols))
 	}
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
@@ -99,10 +100,8 @@ func loginCmd() *cobra.Command {
 				return err
 			}
 			out := map[string]any{"control_url": cfg.ControlURL, "credential": cfg.Credential.Kind, "config": c.path, "user": userRaw}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("Logged in to %s as %s (%s credential kept in %s).", cfg.ControlURL, nameOf(user), cfg.Credential.Kind, c.path)
-				return nil
-			})
+			return output.New(cmd).Line(out, "Logged in to %s as %s (%s credential kept in %s).",
+				cfg.ControlURL, nameOf(user), cfg.Credential.Kind, c.path)
 		},
 	}
 	f := cmd.Flags()
@@ -130,20 +129,13 @@ func nameOf(u loginUser) string {
 // passwordLogin runs login and, when the account asks for it, the
 // two-factor step.
 func passwordLogin(cmd *cobra.Command, client *control, email string, fromStdin bool, code string) (*loginResult, error) {
-	var tty *terminal
 	closeTTY := func() {}
 	defer func() { closeTTY() }()
-	getTTY := func() (*terminal, error) {
-		if tty != nil {
-			return tty, nil
-		}
+	getTTY := sync.OnceValues(func() (*terminal, error) {
 		t, closer, err := openTerminal()
-		if err != nil {
-			return nil, err
-		}
-		tty, closeTTY = t, closer
-		return t, nil
-	}
+		closeTTY = closer
+		return t, err
+	})
 	if email == "" {
 		t, err := getTTY()
 		if err != nil {
@@ -255,10 +247,7 @@ func logoutCmd() *cobra.Command {
 				return err
 			}
 			out := map[string]any{"control_url": c.cfg.ControlURL, "credential": kind, "session_ended": ended}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("Logged out of %s.", c.cfg.ControlURL)
-				return nil
-			})
+			return output.New(cmd).Line(out, "Logged out of %s.", c.cfg.ControlURL)
 		},
 	}
 }
@@ -278,11 +267,10 @@ func whoamiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+			return printData(cmd, resp.Data, func(t *output.TableWriter, d any) {
 				t.Object(d, output.Cols("ID=id", "EMAIL=email", "USERNAME=username", "ROLE=role", "TWO-FACTOR=two_factor_enabled"))
 				t.Row("CONTROL PLANE", c.cfg.ControlURL)
 				t.Row("CREDENTIAL", c.cfg.Credential.Kind)
-				return nil
 			})
 		},
 	}

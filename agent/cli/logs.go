@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,14 +40,8 @@ func logsCmd() *cobra.Command {
 	f.StringVar(&grep, "grep", "", "only messages containing this (case-insensitive)")
 	f.StringVar(&regex, "regex", "", "only messages matching this RE2 expression")
 	f.IntVarP(&lines, "lines", "n", 100, "how many of the newest entries to start with (1-10000)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		box, err := ag.Client()
-		if err != nil {
-			return err
-		}
+	cmd.RunE = ag.runE(func(ctx context.Context, cmd *cobra.Command, _ []string, box *deckhand.Container) error {
 		q := deckhand.JournalQuery{Source: source, Level: level, Since: since, Until: until, Text: grep, Regex: regex, Limit: lines}
-		ctx, stop := Context(cmd)
-		defer stop()
 		p := output.New(cmd)
 		print := func(line []byte) error {
 			var e struct {
@@ -58,9 +53,8 @@ func logsCmd() *cobra.Command {
 			if err := json.Unmarshal(line, &e); err != nil {
 				return fmt.Errorf("unreadable journal entry: %w", err)
 			}
-			return p.Item(json.RawMessage(line), func(t *output.TableWriter) error {
+			return p.Item(json.RawMessage(line), func(t *output.TableWriter) {
 				t.Line("%s %s %s %s", e.Time.Local().Format("2006-01-02T15:04:05.000"), e.Source, e.Level, e.Message)
-				return nil
 			})
 		}
 		if !follow {
@@ -74,6 +68,6 @@ func logsCmd() *cobra.Command {
 				fmt.Fprintf(os.Stderr, "deckhand logs: stream ended (%v); reconnecting\n", explainAgent(ag.base, err))
 			},
 		}, print))
-	}
+	})
 	return cmd
 }

@@ -41,22 +41,12 @@ func previewCmd() *cobra.Command {
 			if container == "" {
 				return fmt.Errorf("--container: the container's id is required (deckhand containers ls)")
 			}
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
 			body := map[string]any{"port": port}
 			if ttl != 0 {
 				body["ttl_seconds"] = int(ttl / time.Second)
 			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(container) + "/previews", Body: body})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, previewCols)
-				return nil
-			})
+			path := "/api/v1/containers/" + url.PathEscape(container) + "/previews"
+			return show(cmd, deckhand.Request{Method: http.MethodPost, Path: path, Body: body}, objectTable(previewCols))
 		},
 	}
 	cmd.Flags().StringVar(&container, "container", "", "the container's id")

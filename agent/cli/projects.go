@@ -26,44 +26,30 @@ func projectsCmd() *cobra.Command {
 		Example: "  deckhand projects create demo\n  project=$(deckhand projects create demo -o json | jq -r .id)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/projects", Body: map[string]any{"name": args[0]}})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, projectCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/projects", Body: map[string]any{"name": args[0]}},
+				objectTable(projectCols))
 		},
 	}
-	var page, limit int
 	list := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "Projects you own or are permitted on, oldest first",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			q := url.Values{"page": {fmt.Sprint(page)}, "limit": {fmt.Sprint(limit)}}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/projects?" + q.Encode()})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Objects(output.Field(d, "projects"), projectCols)
-				return nil
-			})
-		},
 	}
-	list.Flags().IntVar(&page, "page", 1, "page, from 1")
-	list.Flags().IntVar(&limit, "limit", 20, "page size, 1-100")
+	page := addPageFlags(list)
+	list.RunE = func(cmd *cobra.Command, _ []string) error {
+		return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/projects", Query: page()}, listTable("projects", projectCols))
+	}
 	cmd.AddCommand(create, list)
 	return cmd
+}
+
+// addPageFlags declares --page and --limit of a list the control plane
+// pages; the query it returns asks for the page they name.
+func addPageFlags(cmd *cobra.Command) func() url.Values {
+	page := cmd.Flags().Int("page", 1, "page, from 1")
+	limit := cmd.Flags().Int("limit", 20, "page size, 1-100")
+	return func() url.Values {
+		return url.Values{"page": {fmt.Sprint(*page)}, "limit": {fmt.Sprint(*limit)}}
+	}
 }

@@ -26,6 +26,8 @@ func tokensCmd() *cobra.Command {
 	return cmd
 }
 
+func tokenPath(id string) string { return "/api/v1/auth/tokens/" + url.PathEscape(id) }
+
 // codeHeader carries a two-factor code for the token gate.
 func codeHeader(code string) http.Header {
 	if code == "" {
@@ -48,10 +50,6 @@ func tokenCreateCmd() *cobra.Command {
 		Example: "  deckhand tokens create ci --ip 203.0.113.7 --expires-at tomorrow\n  deckhand tokens create ci -o json | jq -r .token",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
 			body := map[string]any{"alias": args[0]}
 			if len(ips) > 0 {
 				body["ip_whitelist"] = ips
@@ -59,14 +57,10 @@ func tokenCreateCmd() *cobra.Command {
 			if expires != "" {
 				body["expires_at"] = expires
 			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Body: body, Header: codeHeader(code)})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+			r := deckhand.Request{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Body: body, Header: codeHeader(code)}
+			return show(cmd, r, func(t *output.TableWriter, d any) {
 				t.Object(d, append(output.Cols("TOKEN=token"), tokenCols...))
 				t.Line("The token is shown only now: store it.")
-				return nil
 			})
 		},
 	}
@@ -83,18 +77,7 @@ func tokenListCmd() *cobra.Command {
 		Short:   "List your auth tokens (never their secrets)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens"})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Objects(d, tokenCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens"}, listTable("", tokenCols))
 		},
 	}
 }
@@ -105,18 +88,7 @@ func tokenGetCmd() *cobra.Command {
 		Short: "Show one auth token",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, tokenCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: tokenPath(args[0])}, objectTable(tokenCols))
 		},
 	}
 }
@@ -128,19 +100,8 @@ func tokenPatchCmd(use, short string, enabled bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0]),
-				Body: map[string]any{"is_enabled": enabled}, Header: codeHeader(code)})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, tokenCols)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodPatch, Path: tokenPath(args[0]),
+				Body: map[string]any{"is_enabled": enabled}, Header: codeHeader(code)}, objectTable(tokenCols))
 		},
 	}
 	cmd.Flags().StringVar(&code, "totp-code", "", "current two-factor code, when the token gate is on")
@@ -154,19 +115,7 @@ func tokenRevokeCmd() *cobra.Command {
 		Short:   "Revoke an auth token permanently",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
-			if err != nil {
-				return err
-			}
-			out := map[string]any{"id": args[0], "revoked": true, "message": resp.Message}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("%s: %s.", resp.Message, args[0])
-				return nil
-			})
+			return remove(cmd, tokenPath(args[0]), args[0], "revoked")
 		},
 	}
 }

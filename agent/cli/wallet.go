@@ -34,19 +34,9 @@ func walletBalanceCmd() *cobra.Command {
 		Short:   "Show the general balance and the AI credit",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/balances"})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, output.Cols("GENERAL BALANCE=general_balance", "AI LIMIT=ai_limit", "AI USAGE=ai_usage",
-					"AI REMAINING=ai_remaining", "AI USAGE STATUS=ai_usage_status"))
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/balances"},
+				objectTable(output.Cols("GENERAL BALANCE=general_balance", "AI LIMIT=ai_limit", "AI USAGE=ai_usage",
+					"AI REMAINING=ai_remaining", "AI USAGE STATUS=ai_usage_status")))
 		},
 	}
 }
@@ -94,13 +84,9 @@ func walletTransferCmd() *cobra.Command {
 			}
 			receipt["idempotency_key"], _ = json.Marshal(key)
 			raw, _ := json.Marshal(receipt)
-			resp.Data = raw
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Object(d, output.Cols("TRANSACTION=transaction_id", "GROSS=gross_transferred", "FEE=fee", "FEE BPS=fee_bps",
-					"NET AI CREDIT=net_ai_credit", "GENERAL BALANCE=general_balance", "AI BALANCE=ai_balance",
-					"REPLAYED=replayed", "IDEMPOTENCY KEY=idempotency_key"))
-				return nil
-			})
+			return printData(cmd, raw, objectTable(output.Cols("TRANSACTION=transaction_id", "GROSS=gross_transferred", "FEE=fee",
+				"FEE BPS=fee_bps", "NET AI CREDIT=net_ai_credit", "GENERAL BALANCE=general_balance", "AI BALANCE=ai_balance",
+				"REPLAYED=replayed", "IDEMPOTENCY KEY=idempotency_key")))
 		},
 	}
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "key that makes a repeated transfer a no-op (1-128 characters; default random)")
@@ -114,10 +100,8 @@ type pageFlags struct {
 	sortBy, sortOrder string
 }
 
-func (p *pageFlags) add(cmd *cobra.Command, withPage bool) {
-	if withPage {
-		cmd.Flags().IntVar(&p.page, "page", 0, "page number (from 1)")
-	}
+func (p *pageFlags) add(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&p.page, "page", 0, "page number (from 1)")
 	cmd.Flags().IntVar(&p.limit, "limit", 0, "entries per page (server default 20)")
 	cmd.Flags().StringVar(&p.sortBy, "sort-by", "", "field to sort by (server default created_at)")
 	cmd.Flags().StringVar(&p.sortOrder, "sort-order", "", "asc or desc (server default desc)")
@@ -140,13 +124,16 @@ func (p *pageFlags) query() url.Values {
 	return q
 }
 
-func paginationLine(t *output.TableWriter, d any) {
-	pg := output.Field(d, "pagination")
-	if pg == nil {
-		return
+// pagedTable draws the list under key in a wallet list's data and the
+// page it is.
+func pagedTable(key string, cols []output.Column) func(*output.TableWriter, any) {
+	return func(t *output.TableWriter, d any) {
+		t.Objects(output.Field(d, key), cols)
+		if pg := output.Field(d, "pagination"); pg != nil {
+			t.Line("page %s of %s, %s in all", output.Cell(output.Field(pg, "page")), output.Cell(output.Field(pg, "totalPages")),
+				output.Cell(output.Field(pg, "total")))
+		}
 	}
-	t.Line("page %s of %s, %s in all", output.Cell(output.Field(pg, "page")), output.Cell(output.Field(pg, "totalPages")),
-		output.Cell(output.Field(pg, "total")))
 }
 
 func walletTransactionsCmd() *cobra.Command {
@@ -156,34 +143,17 @@ func walletTransactionsCmd() *cobra.Command {
 		Short: "List transactions, or show one",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := loadControl(true)
-			if err != nil {
-				return err
-			}
 			cols := output.Cols("ID=id", "TYPE=transaction_type", "STATUS=status", "AMOUNT=amount", "FEE=fee", "CURRENCY=currency",
 				"BALANCE AFTER=general_balance_after", "CREATED=created_at")
 			if len(args) == 1 {
-				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/" + url.PathEscape(args[0])})
-				if err != nil {
-					return err
-				}
-				return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-					t.Object(d, append(cols, output.Cols("DESCRIPTION=description")...))
-					return nil
-				})
+				return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/" + url.PathEscape(args[0])},
+					objectTable(append(cols, output.Cols("DESCRIPTION=description")...)))
 			}
-			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Query: pf.query()})
-			if err != nil {
-				return err
-			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-				t.Objects(output.Field(d, "transactions"), cols)
-				paginationLine(t, d)
-				return nil
-			})
+			return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Query: pf.query()},
+				pagedTable("transactions", cols))
 		},
 	}
-	pf.add(cmd, true)
+	pf.add(cmd)
 	return cmd
 }
 
@@ -234,16 +204,9 @@ func walletInvoicesCmd() *cobra.Command {
 				if filter != "" {
 					q.Set("filter", filter)
 				}
-				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", Query: q})
-				if err != nil {
-					return err
-				}
-				return printData(cmd, resp, func(t *output.TableWriter, d any) error {
-					t.Objects(output.Field(d, "invoices"), output.Cols("ID=id", "NUMBER=invoice_number", "STATUS=status", "AMOUNT=amount",
-						"CURRENCY=currency", "TRANSACTION=transaction_id", "ISSUED=issue_date"))
-					paginationLine(t, d)
-					return nil
-				})
+				return show(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", Query: q},
+					pagedTable("invoices", output.Cols("ID=id", "NUMBER=invoice_number", "STATUS=status", "AMOUNT=amount",
+						"CURRENCY=currency", "TRANSACTION=transaction_id", "ISSUED=issue_date")))
 			}
 			if pdf != "" {
 				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/" + url.PathEscape(id) + "/pdf"})
@@ -261,27 +224,23 @@ func walletInvoicesCmd() *cobra.Command {
 					return err
 				}
 				out := map[string]any{"invoice_id": id, "pdf": pdf, "bytes": len(resp.Body)}
-				return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-					t.Line("Invoice %s saved to %s (%d bytes).", id, pdf, len(resp.Body))
-					return nil
-				})
+				return output.New(cmd).Line(out, "Invoice %s saved to %s (%d bytes).", id, pdf, len(resp.Body))
 			}
 			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/" + url.PathEscape(id)})
 			if err != nil {
 				return err
 			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+			return printData(cmd, resp.Data, func(t *output.TableWriter, d any) {
 				t.Object(d, output.Cols("ID=id", "NUMBER=invoice_number", "STATUS=status", "AMOUNT=amount", "CURRENCY=currency",
 					"TRANSACTION=transaction_id", "ISSUED=issue_date", "PAID=paid_date", "PAID WITH=billing_details.payment_method"))
 				if items, _ := output.Field(d, "items").([]any); len(items) > 0 {
 					t.Line("")
 					t.Objects(items, output.Cols("ITEM=type", "DESCRIPTION=description", "AMOUNT=amount"))
 				}
-				return nil
 			})
 		},
 	}
-	pf.add(cmd, true)
+	pf.add(cmd)
 	cmd.Flags().StringVar(&pdf, "pdf", "", "save the invoice's PDF to this file (- for stdout)")
 	cmd.Flags().StringVar(&txn, "transaction", "", "the invoice of this transaction (made when it has none)")
 	cmd.Flags().StringVar(&filter, "filter", "", "JSON filter over the invoice fields (list only)")

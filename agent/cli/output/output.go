@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -48,9 +49,8 @@ func (f *Format) String() string {
 
 // Set implements pflag.Value: only the three formats are accepted.
 func (f *Format) Set(v string) error {
-	switch Format(strings.ToLower(strings.TrimSpace(v))) {
-	case Table, JSON, YAML:
-		*f = Format(strings.ToLower(strings.TrimSpace(v)))
+	if g := strings.ToLower(strings.TrimSpace(v)); slices.Contains(Formats, g) {
+		*f = Format(g)
 		return nil
 	}
 	return fmt.Errorf("must be one of %s, not %q", strings.Join(Formats, ", "), v)
@@ -98,65 +98,48 @@ func (p *Printer) Structured() bool { return p.Format == JSON || p.Format == YAM
 // json.RawMessage or []byte holding JSON is used as it is, so a server's
 // answer keeps its field order and number spelling); for table, table draws
 // it. table may be nil for a value that has no table form of its own: the
-// table format then prints v as YAML, which reads well. An error table
-// returns (say, "2 services not running") is returned after the output is
-// written, so the command exits non-zero with its output intact.
-func (p *Printer) Print(v any, table func(t *TableWriter) error) error {
-	switch p.Format {
-	case JSON:
-		raw, err := toJSON(v)
-		if err != nil {
-			return err
-		}
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
-			return fmt.Errorf("output: %w", err)
-		}
-		buf.WriteByte('\n')
-		_, err = p.W.Write(buf.Bytes())
-		return err
-	case YAML:
-		return p.yaml(v, false)
-	}
-	if table == nil {
-		return p.yaml(v, false)
-	}
-	t := NewTable(p.W)
-	err := table(t)
-	if ferr := t.Flush(); err == nil {
-		err = ferr
-	}
-	return err
+// table format then prints v as YAML, which reads well.
+func (p *Printer) Print(v any, table func(t *TableWriter)) error {
+	return p.write(v, table, false)
+}
+
+// Line is Print for a value whose table form is one line of text.
+func (p *Printer) Line(v any, format string, args ...any) error {
+	return p.Print(v, func(t *TableWriter) { t.Line(format, args...) })
 }
 
 // Item writes one element of a stream (a followed log, new events): json
 // writes it as one compact line (JSON lines, for jq and line-based tools),
-// yaml as one document after a "---" line, table through row. Call Flush
-// (or Print nothing else) when the stream ends.
-func (p *Printer) Item(v any, row func(t *TableWriter) error) error {
-	switch p.Format {
-	case JSON:
+// yaml as one document after a "---" line, table through row.
+func (p *Printer) Item(v any, row func(t *TableWriter)) error {
+	return p.write(v, row, true)
+}
+
+// write is Print, or Item when item is set.
+func (p *Printer) write(v any, table func(t *TableWriter), item bool) error {
+	switch {
+	case p.Format == JSON:
 		raw, err := toJSON(v)
 		if err != nil {
 			return err
 		}
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
+		if item {
+			err = json.Compact(&buf, raw)
+		} else {
+			err = json.Indent(&buf, raw, "", "  ")
+		}
+		if err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
 		buf.WriteByte('\n')
 		_, err = p.W.Write(buf.Bytes())
 		return err
-	case YAML:
-		return p.yaml(v, true)
-	}
-	if row == nil {
-		return p.yaml(v, true)
+	case p.Format == YAML, table == nil:
+		return p.yaml(v, item)
 	}
 	t := NewTable(p.W)
-	if err := row(t); err != nil {
-		return err
-	}
+	table(t)
 	return t.Flush()
 }
 
@@ -284,18 +267,28 @@ func (t *TableWriter) Objects(list any, cols []Column) {
 		t.Line("(none)")
 		return
 	}
+	t.Header(cols)
+	for _, it := range items {
+		t.ObjectRow(it, cols)
+	}
+}
+
+// Header writes the row of cols' headings.
+func (t *TableWriter) Header(cols []Column) {
 	hdr := make([]any, len(cols))
 	for i, c := range cols {
 		hdr[i] = c.Header
 	}
 	t.Row(hdr...)
-	for _, it := range items {
-		row := make([]any, len(cols))
-		for i, c := range cols {
-			row[i] = Field(it, c.Field)
-		}
-		t.Row(row...)
+}
+
+// ObjectRow writes one JSON object as a row of cols.
+func (t *TableWriter) ObjectRow(obj any, cols []Column) {
+	row := make([]any, len(cols))
+	for i, c := range cols {
+		row[i] = Field(obj, c.Field)
 	}
+	t.Row(row...)
 }
 
 // Object draws one JSON object as "HEADER  value" lines.

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"deckhand/agent/cli"
+	"deckhand/agent/cli/output"
 	"deckhand/services/process"
 )
 
@@ -52,13 +53,11 @@ func execCmd() *cobra.Command {
 			"finally {type:end, process}.",
 		Example: "  deckhand exec -- ls -la /\n  deckhand exec --tag build --timeout 10m -- make -j4\n  DECKHAND_AGENT_URL=http://10.0.0.5:7700 deckhand exec -o json -- uname -a",
 		Args:    cobra.MinimumNArgs(1),
+		GroupID: cli.GroupAgent,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The root's -o: table is the command's own streams, json and
 			// yaml are JSON lines.
-			jsonLines := false
-			if f := cmd.Flag("output"); f != nil && f.Value.String() != "table" {
-				jsonLines = true
-			}
+			jsonLines := output.Of(cmd) != output.Table
 			vars := map[string]string{}
 			for _, kv := range env {
 				k, v, ok := strings.Cut(kv, "=")
@@ -95,7 +94,7 @@ func execCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false) // flags after the command belong to it
-	f.StringVar(&agentURL, "agent", envOr("DECKHAND_AGENT_URL", "http://127.0.0.1:7700"), "the agent's gateway (env DECKHAND_AGENT_URL)")
+	f.StringVar(&agentURL, "agent", cli.AgentDefault(), "the agent's gateway (env DECKHAND_AGENT_URL)")
 	f.StringVar(&token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
 	cli.AddContainerFlag(cmd, &container)
 	f.StringVar(&tag, "tag", "", "tag the process (GET /api/v1/process?tag=)")
@@ -106,13 +105,6 @@ func execCmd() *cobra.Command {
 	f.BoolVarP(&stdin, "stdin", "i", false, "pass this command's standard input to the command (else it reads end of file)")
 	f.DurationVar(&reconnect, "reconnect-timeout", time.Minute, "how long to keep retrying while the agent cannot be reached")
 	return cmd
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func randomToken() string {

@@ -9,16 +9,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,12 +61,7 @@ func root() *cobra.Command {
 		c.GroupID = groupAgent
 		cmd.AddCommand(c)
 	}
-	tc := tunnelCmd()
-	tc.GroupID = cli.GroupAgent
-	cmd.AddCommand(tc)
-	ec := execCmd()
-	ec.GroupID = cli.GroupAgent
-	cmd.AddCommand(ec)
+	cmd.AddCommand(tunnelCmd(), execCmd())
 	cmd.AddCommand(cli.Commands()...)
 	return cmd
 }
@@ -89,10 +81,6 @@ func defaultData() string {
 		return filepath.Join(h, ".local", "share", "deckhand")
 	}
 	return "deckhand-data"
-}
-
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 }
 
 func runCmd() *cobra.Command {
@@ -122,17 +110,11 @@ func runCmd() *cobra.Command {
 				}
 				cfg.TokenFile = tokenFile
 			}
-			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase, agent.OwnPorts(cfg.PortBase, cfg.Listen, cfg.ControlURL)); err != nil {
-				return err
-			}
-			if err := mcpPortBase(cmd, cfg.Settings, cfg.PortBase, cfg.Bind); err != nil {
-				return err
-			}
+			set := agentSettings(cfg.PortBase, agent.OwnPorts(cfg.PortBase, cfg.Listen, cfg.ControlURL), cfg.Bind)
 			// The mcp service offers the tools of the services run here.
-			if f := cmd.Flags().Lookup("mcp-services"); f != nil && !f.Changed {
-				if err := cfg.Settings.Set("mcp-services", strings.Join(names, ",")); err != nil {
-					return err
-				}
+			set = append(set, [2]string{"mcp-services", strings.Join(names, ",")})
+			if err := setUnlessGiven(cmd, cfg.Settings, set); err != nil {
+				return err
 			}
 			if err := cfg.Settings.Validate(names); err != nil {
 				return err
@@ -149,7 +131,7 @@ func runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
+			ctx, stop := cli.Context(cmd)
 			defer stop()
 			return sup.Run(ctx)
 		},
@@ -180,33 +162,25 @@ func runCmd() *cobra.Command {
 	return cmd
 }
 
-// tunnelPortBase tells the tunnel service the agent's port base and its
-// own ports (all denied) unless --tunnel-port-base or --tunnel-agent-ports
-// was given (an isolated child gets both from its agent).
-func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int, own string) error {
-	if f := cmd.Flags().Lookup("tunnel-port-base"); f != nil && !f.Changed {
-		if err := st.Set("tunnel-port-base", strconv.Itoa(base)); err != nil {
-			return err
-		}
+// agentSettings are what the services learn of the agent they run in:
+// the tunnel service its port base and its own ports (all denied), the
+// mcp service where the services its tools call listen (the port base and
+// --bind). An isolated child gets them from its agent as flags.
+func agentSettings(base int, own, bind string) [][2]string {
+	return [][2]string{
+		{"tunnel-port-base", strconv.Itoa(base)}, {"tunnel-agent-ports", own},
+		{"mcp-port-base", strconv.Itoa(base)}, {"mcp-service-host", bind},
 	}
-	if f := cmd.Flags().Lookup("tunnel-agent-ports"); f != nil && !f.Changed {
-		return st.Set("tunnel-agent-ports", own)
-	}
-	return nil
 }
 
-// mcpPortBase tells the mcp service where the services its tools call
-// listen (the agent's port base and --bind) unless --mcp-port-base or
-// --mcp-service-host was given (an isolated child gets both from its
-// agent).
-func mcpPortBase(cmd *cobra.Command, st *agent.Settings, base int, bind string) error {
-	if f := cmd.Flags().Lookup("mcp-port-base"); f != nil && !f.Changed {
-		if err := st.Set("mcp-port-base", strconv.Itoa(base)); err != nil {
-			return err
+// setUnlessGiven sets each setting (name, value) whose flag was not given.
+func setUnlessGiven(cmd *cobra.Command, st *agent.Settings, settings [][2]string) error {
+	for _, s := range settings {
+		if f := cmd.Flags().Lookup(s[0]); f != nil && !f.Changed {
+			if err := st.Set(s[0], s[1]); err != nil {
+				return err
+			}
 		}
-	}
-	if f := cmd.Flags().Lookup("mcp-service-host"); f != nil && !f.Changed {
-		return st.Set("mcp-service-host", bind)
 	}
 	return nil
 }
@@ -229,14 +203,11 @@ func serviceCmd() *cobra.Command {
 			if cfg.Listen == "" {
 				cfg.Listen = agent.DefaultServiceAddr(bind, portBase, cfg.Name)
 			}
-			if err := tunnelPortBase(cmd, cfg.Settings, portBase, agent.OwnPorts(portBase, "", "")); err != nil {
-				return err
-			}
-			if err := mcpPortBase(cmd, cfg.Settings, portBase, bind); err != nil {
+			if err := setUnlessGiven(cmd, cfg.Settings, agentSettings(portBase, agent.OwnPorts(portBase, "", ""), bind)); err != nil {
 				return err
 			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
-			ctx, stop := signalContext()
+			ctx, stop := cli.Context(cmd)
 			defer stop()
 			return agent.ServeOne(ctx, cfg)
 		},
@@ -271,11 +242,7 @@ func statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			err = output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
-				printStatus(t, st)
-				return nil
-			})
-			if err != nil {
+			if err := output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) { printStatus(t, st) }); err != nil {
 				return err
 			}
 			if down := notRunning(st); down > 0 {
@@ -332,14 +299,11 @@ func versionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := map[string]string{"version": platform.Version, "built": platform.BuildTime}
-			return output.New(cmd).Print(v, func(t *output.TableWriter) error {
-				line := "deckhand " + platform.Version
-				if platform.BuildTime != "" {
-					line += " (built " + platform.BuildTime + ")"
-				}
-				t.Line("%s", line)
-				return nil
-			})
+			line := "deckhand " + platform.Version
+			if platform.BuildTime != "" {
+				line += " (built " + platform.BuildTime + ")"
+			}
+			return output.New(cmd).Line(v, "%s", line)
 		},
 	}
 }

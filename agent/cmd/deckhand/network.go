@@ -36,11 +36,7 @@ func networkCmd() *cobra.Command {
 				return fmt.Errorf("the agent at %s has no network layer: it runs without --control-url", listen)
 			}
 			eg := *st.Egress
-			err = output.New(cmd).Print(eg, func(t *output.TableWriter) error {
-				printEgress(t, eg)
-				return nil
-			})
-			if err != nil {
+			if err := output.New(cmd).Print(eg, func(t *output.TableWriter) { printEgress(t, eg) }); err != nil {
 				return err
 			}
 			if !eg.Enforceable {
@@ -74,15 +70,8 @@ func printEgress(t *output.TableWriter, e netconf.Status) {
 	}
 	t.Row("TIME", "OUTCOME", "PROTO", "DESTINATION", "NAME", "VIA", "REASON")
 	for _, d := range e.Recent {
-		t.Row(d.Time.Local().Format("15:04:05.000"), d.Outcome, d.Protocol, dash(d.Destination), dash(d.Name), dash(d.Via), dash(d.Reason))
+		t.Row(d.Time.Local().Format("15:04:05.000"), d.Outcome, d.Protocol, d.Destination, d.Name, d.Via, d.Reason)
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // fetchStatus asks the agent at listen for its status: the decoded form

@@ -42,7 +42,8 @@ func tunnelCmd() *cobra.Command {
 		Example: "  deckhand tunnel --container c-1a2b --local 127.0.0.1:2222 --remote 22\n  ssh -p 2222 user@127.0.0.1\n" +
 			"  DECKHAND_AGENT_URL=http://10.0.0.5:7700 deckhand tunnel --remote 8080\n" +
 			"  deckhand tunnel --url https://c1.example.com/_/tunnel --remote 22",
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		GroupID: cli.GroupAgent,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Header = http.Header{}
 			for _, h := range headers {
@@ -112,13 +113,13 @@ func tunnelCmd() *cobra.Command {
 						"permissions admit; deckhand preview %d --container %s prints a link for anyone)\n", preview, o.Remote, container)
 				}
 			}
-			ctx, stop := signalContext()
+			ctx, stop := cli.Context(cmd)
 			defer stop()
 			return box.Forward(ctx, o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&agentURL, "agent", envOr(cli.AgentEnv, cli.DefaultAgentURL), "the container's agent (gateway) URL; env "+cli.AgentEnv)
+	fl.StringVar(&agentURL, "agent", cli.AgentDefault(), "the container's agent (gateway) URL; env "+cli.AgentEnv)
 	fl.StringVar(&serviceURL, "url", "", "the tunnel service's own URL (http://127.0.0.1:7706, or https://HOST/_/tunnel), instead of --agent's")
 	cli.AddContainerFlag(cmd, &container)
 	fl.StringVar(&o.Local, "local", "127.0.0.1:0", "local address to listen on")
