@@ -494,7 +494,7 @@ func (d *Driver) makePod(ctx context.Context, st stored) error {
 			RestartPolicy:                restart,
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
-			Hostname:                     d.Name(st.ID), // at most 46 characters
+			Hostname:                     d.Name(st.ID), // a DNS label of at most 46 characters
 			InitContainers: []corev1.Container{{
 				Name: "seed", Image: st.Image, ImagePullPolicy: d.opts.PullPolicy,
 				Command:      []string{"/bin/sh", "-c", seedScript},
