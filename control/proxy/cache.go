@@ -85,45 +85,41 @@ func (f *foundCache) find(ctx context.Context, cat Catalog, prefix, server strin
 
 // prune drops the expired answers, or all when none has expired.
 func (f *foundCache) prune(now time.Time) {
-	n := len(f.m)
+	if f.drop(func(e *foundEntry) bool { return !now.Before(e.until) }) == 0 {
+		f.drop(func(*foundEntry) bool { return true })
+	}
+}
+
+// drop drops the kept answers match takes and answers how many; f.mu is
+// held.
+func (f *foundCache) drop(match func(*foundEntry) bool) int {
+	n := 0
 	for k, e := range f.m {
-		if !now.Before(e.until) {
+		if match(e) {
 			delete(f.m, k)
 			e.release()
+			n++
 		}
 	}
-	if len(f.m) == n {
-		for k, e := range f.m {
-			delete(f.m, k)
-			e.release()
-		}
-	}
+	return n
 }
 
 // forget drops what is kept of container id.
 func (f *foundCache) forget(id string) {
-	if f == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k, e := range f.m {
-		if e.c.ID == id {
-			delete(f.m, k)
-			e.release()
-		}
-	}
+	f.dropLocked(func(e *foundEntry) bool { return e.c.ID == id })
 }
 
 // close releases every subscription.
 func (f *foundCache) close() {
+	f.dropLocked(func(*foundEntry) bool { return true })
+}
+
+// dropLocked is drop under f.mu; a nil cache keeps nothing.
+func (f *foundCache) dropLocked(match func(*foundEntry) bool) {
 	if f == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for k, e := range f.m {
-		delete(f.m, k)
-		e.release()
-	}
+	f.drop(match)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,7 +443,7 @@ func (x *exchange) send(ac *agentConn, req *http.Request) (*http.Response, error
 	w.WriteString("\r\n")
 	h := req.Header
 	for k, vv := range h {
-		if hopHeader(k) || dropped(k) || connectionListed(h, k) {
+		if slices.Contains(hopHeaders, k) || dropped(k) || connectionListed(h, k) {
 			continue
 		}
 		for _, v := range vv {
@@ -475,6 +476,24 @@ func (x *exchange) send(ac *agentConn, req *http.Request) (*http.Response, error
 	}
 }
 
+// writeHead writes the status line of code and h's fields.
+func writeHead(w *bufio.Writer, code int, h http.Header) {
+	w.WriteString("HTTP/1.1 ")
+	w.WriteString(strconv.Itoa(code))
+	w.WriteByte(' ')
+	w.WriteString(http.StatusText(code))
+	w.WriteString("\r\n")
+	writeFields(w, h)
+}
+
+func writeFields(w *bufio.Writer, h http.Header) {
+	for k, vv := range h {
+		for _, v := range vv {
+			writeField(w, k, v)
+		}
+	}
+}
+
 func writeField(w *bufio.Writer, k, v string) {
 	w.WriteString(k)
 	w.WriteString(": ")
@@ -485,15 +504,6 @@ func writeField(w *bufio.Writer, k, v string) {
 // hopHeaders are the hop-by-hop headers httputil.ReverseProxy drops.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-func hopHeader(k string) bool {
-	for _, h := range hopHeaders {
-		if k == h {
-			return true
-		}
-	}
-	return false
-}
 
 // dropped are the request headers the proxy sets itself (User-Agent goes
 // on when the client sent one, as with ReverseProxy).
@@ -543,16 +553,7 @@ func (x *exchange) relay(req *http.Request, resp *http.Response, ac *agentConn, 
 	} else if !noBody {
 		h["Content-Length"] = []string{strconv.FormatInt(resp.ContentLength, 10)}
 	}
-	w.WriteString("HTTP/1.1 ")
-	w.WriteString(strconv.Itoa(resp.StatusCode))
-	w.WriteByte(' ')
-	w.WriteString(http.StatusText(resp.StatusCode))
-	w.WriteString("\r\n")
-	for k, vv := range h {
-		for _, v := range vv {
-			writeField(w, k, v)
-		}
-	}
+	writeHead(w, resp.StatusCode, h)
 	if _, ok := h["Date"]; !ok {
 		writeField(w, "Date", time.Now().UTC().Format(http.TimeFormat))
 	}
@@ -647,11 +648,7 @@ func (x *exchange) stream(resp *http.Response) error {
 		}
 	}
 	w.WriteString("0\r\n")
-	for k, vv := range resp.Trailer {
-		for _, v := range vv {
-			writeField(w, k, v)
-		}
-	}
+	writeFields(w, resp.Trailer)
 	w.WriteString("\r\n")
 	return w.Flush()
 }
@@ -716,21 +713,12 @@ func (b *buffered) Write(p []byte) (int, error) { return b.body.Write(p) }
 // serves on.
 func (fc *frontConn) writeBuffered(b *buffered, keep bool) bool {
 	w := fc.bw
-	w.WriteString("HTTP/1.1 ")
-	w.WriteString(strconv.Itoa(b.code))
-	w.WriteByte(' ')
-	w.WriteString(http.StatusText(b.code))
-	w.WriteString("\r\n")
 	b.h.Set("Content-Length", strconv.Itoa(b.body.Len()))
 	b.h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	if !keep {
 		b.h.Set("Connection", "close")
 	}
-	for k, vv := range b.h {
-		for _, v := range vv {
-			writeField(w, k, v)
-		}
-	}
+	writeHead(w, b.code, b.h)
 	w.WriteString("\r\n")
 	w.Write(b.body.Bytes())
 	return w.Flush() == nil && keep

@@ -20,10 +20,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"log/slog"
-
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,15 +131,9 @@ func New(cfg Config, cat Catalog) *Proxy {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	known := append([]string(nil), agentservices.Names...)
+	known := slices.Clone(agentservices.Names)
 	// Longest first, so a service whose name ends another's wins.
-	for i := range known {
-		for j := i + 1; j < len(known); j++ {
-			if len(known[j]) > len(known[i]) {
-				known[i], known[j] = known[j], known[i]
-			}
-		}
-	}
+	slices.SortFunc(known, func(a, b string) int { return len(b) - len(a) })
 	p := &Proxy{cfg: cfg, cat: cat, known: known, pool: map[string]*upstream{}}
 	if ch, ok := cat.(Changes); ok {
 		p.found = &foundCache{changes: ch, m: map[foundKey]*foundEntry{}}
@@ -291,12 +286,8 @@ func waitingPage(w http.ResponseWriter, id string) {
 	h.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write([]byte(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="1">` +
-		`<title>Starting…</title><p>Container ` + htmlEscape(id) + ` is starting; this page reloads by itself.</p>`))
+		`<title>Starting…</title><p>Container ` + html.EscapeString(id) + ` is starting; this page reloads by itself.</p>`))
 }
-
-var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
-
-func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
 
 // upstream is c's transport, made on first use and replaced when its
 // agent's address changes (a restart on another address).

@@ -12,6 +12,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path"
 	"time"
 )
 
@@ -29,6 +31,42 @@ const (
 	// since an engine's labels are fixed when it makes the object.
 	LabelPool = "deckhand.pool"
 )
+
+// Labels are the labels of container id's engine objects in
+// installation, with its project's when project is not empty.
+func Labels(installation, id, project string) map[string]string {
+	l := map[string]string{LabelInstallation: installation, LabelContainer: id}
+	if project != "" {
+		l[LabelProject] = project
+	}
+	return l
+}
+
+// Defaults of every driver's agent options.
+const (
+	// DefaultGatewayPort is the agent gateway's port inside a container.
+	DefaultGatewayPort = 7700
+	// DefaultHome is where the workspace is mounted: the image user's home.
+	DefaultHome = "/home/user"
+)
+
+// AgentOptions fills a driver's gateway port and home when they are zero
+// and checks them; driver names the driver in the errors.
+func AgentOptions(driver string, port *int, home *string) error {
+	if *port == 0 {
+		*port = DefaultGatewayPort
+	}
+	if *port < 1 || *port > 65535 {
+		return fmt.Errorf("%s runtime: gateway port %d: must be 1-65535", driver, *port)
+	}
+	if *home == "" {
+		*home = DefaultHome
+	}
+	if !path.IsAbs(*home) || path.Clean(*home) == "/" {
+		return fmt.Errorf("%s runtime: home %q: must be an absolute path below /", driver, *home)
+	}
+	return nil
+}
 
 // State is what the engine says of a container.
 type State string

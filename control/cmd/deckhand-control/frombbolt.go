@@ -87,11 +87,8 @@ func (m fromBbolt) run(ctx context.Context) error {
 		return fmt.Errorf("--database-url: %w", err)
 	}
 
-	var want []store.BucketInfo
-	if err := src.ViewContext(ctx, func(tx *store.Tx) (err error) {
-		want, err = tx.Buckets()
-		return err
-	}); err != nil {
+	want, err := buckets(ctx, src)
+	if err != nil {
 		return fmt.Errorf("read %s: %w", file, err)
 	}
 	have, err := buckets(ctx, dst)
@@ -99,7 +96,7 @@ func (m fromBbolt) run(ctx context.Context) error {
 		return err
 	}
 	if len(have) > 0 {
-		same, why := m.sameAs(ctx, src, dst, want, keys)
+		same, why := m.sameAs(ctx, src, dst, want, have, keys)
 		switch {
 		case same:
 			fmt.Fprintf(m.out, "%s already holds this store; nothing copied\n", dst.Location())
@@ -216,13 +213,9 @@ func clearStore(ctx context.Context, db *store.DB, have []store.BucketInfo) erro
 	return nil
 }
 
-// sameAs reports whether dst already holds exactly src (and src's signing
-// keys), and otherwise why not.
-func (m fromBbolt) sameAs(ctx context.Context, src, dst *store.DB, want []store.BucketInfo, keys *signing.KeySet) (bool, string) {
-	have, err := buckets(ctx, dst)
-	if err != nil {
-		return false, err.Error()
-	}
+// sameAs reports whether dst, whose buckets are have, already holds
+// exactly src (and src's signing keys), and otherwise why not.
+func (m fromBbolt) sameAs(ctx context.Context, src, dst *store.DB, want, have []store.BucketInfo, keys *signing.KeySet) (bool, string) {
 	signingBuckets := signing.DBBuckets()
 	got := map[string]store.BucketInfo{}
 	for _, b := range have {

@@ -40,12 +40,8 @@ import (
 	"deckhand/control/runtime"
 )
 
-// Defaults of Options.
-const (
-	DefaultHost        = "unix:///var/run/docker.sock"
-	DefaultGatewayPort = 7700
-	DefaultHome        = "/home/user"
-)
+// DefaultHost is Options.Host's default.
+const DefaultHost = "unix:///var/run/docker.sock"
 
 // Options configure a Driver.
 type Options struct {
@@ -121,20 +117,11 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if !namePattern.MatchString(opts.Network) {
 		return nil, fmt.Errorf("docker runtime: network %q: must be letters, digits, '_', '.' or '-', starting with a letter or digit", opts.Network)
 	}
-	if opts.GatewayPort == 0 {
-		opts.GatewayPort = DefaultGatewayPort
-	}
-	if opts.GatewayPort < 1 || opts.GatewayPort > 65535 {
-		return nil, fmt.Errorf("docker runtime: gateway port %d: must be 1-65535", opts.GatewayPort)
-	}
-	if opts.Home == "" {
-		opts.Home = DefaultHome
+	if err := runtime.AgentOptions("docker", &opts.GatewayPort, &opts.Home); err != nil {
+		return nil, err
 	}
 	if opts.FilesDir != "" && !path.IsAbs(opts.FilesDir) {
 		return nil, fmt.Errorf("docker runtime: files directory %q: must be absolute", opts.FilesDir)
-	}
-	if !path.IsAbs(opts.Home) || path.Clean(opts.Home) == "/" {
-		return nil, fmt.Errorf("docker runtime: home %q: must be an absolute path below /", opts.Home)
 	}
 	// The client negotiates the API version on its first request, so one
 	// client speaks to Debian's dockerd (1.41) and Podman's socket alike.
@@ -182,14 +169,7 @@ func workspaceOf(spec runtime.Spec) string {
 }
 
 func (d *Driver) labels(id, project string) map[string]string {
-	l := map[string]string{
-		runtime.LabelContainer:    id,
-		runtime.LabelInstallation: d.opts.Installation,
-	}
-	if project != "" {
-		l[runtime.LabelProject] = project
-	}
-	return l
+	return runtime.Labels(d.opts.Installation, id, project)
 }
 
 var _ runtime.FileWriter = (*Driver)(nil)
@@ -534,11 +514,7 @@ func (d *Driver) copyFiles(ctx context.Context, cid string, files []runtime.File
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
 	for _, f := range files {
-		mode := int64(f.Mode & 0o7777)
-		if mode == 0 {
-			mode = 0o400
-		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: mode, Size: int64(len(f.Content)), ModTime: now, Format: tar.FormatPAX}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: int64(fileMode(f)), Size: int64(len(f.Content)), ModTime: now, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
@@ -555,7 +531,6 @@ func (d *Driver) copyFiles(ctx context.Context, cid string, files []runtime.File
 	return nil
 }
 
-// errMissing answers for a call on a container the engine does not hold.
 // existing is container id, or runtime.ErrNotFound when the engine holds
 // none of this installation's.
 func (d *Driver) existing(ctx context.Context, id string) (container.InspectResponse, error) {
@@ -572,7 +547,9 @@ func errMissing(id string) error {
 
 // Start implements runtime.Driver; starting a running container succeeds.
 func (d *Driver) Start(ctx context.Context, id string) error {
-	if d.startKnown(ctx, id) {
+	// A paused container is refused by the engine and goes the checked
+	// way, which resumes it.
+	if callKnown(ctx, d, id, d.cli.ContainerStart, client.ContainerStartOptions{}) {
 		return nil
 	}
 	c, err := d.existing(ctx, id)
@@ -623,7 +600,7 @@ func (d *Driver) Restart(ctx context.Context, id string, timeout time.Duration) 
 // Pause implements runtime.Driver (the cgroup freezer); pausing a paused
 // container succeeds.
 func (d *Driver) Pause(ctx context.Context, id string) error {
-	if d.pauseKnown(ctx, id) {
+	if callKnown(ctx, d, id, d.cli.ContainerPause, client.ContainerPauseOptions{}) {
 		return nil
 	}
 	c, err := d.existing(ctx, id)
@@ -644,7 +621,9 @@ func (d *Driver) Pause(ctx context.Context, id string) error {
 
 // Resume implements runtime.Driver; resuming a running container succeeds.
 func (d *Driver) Resume(ctx context.Context, id string) error {
-	if d.resumeKnown(ctx, id) {
+	// A container that is not paused is refused by the engine and goes
+	// the checked way, which answers a running one as resumed.
+	if callKnown(ctx, d, id, d.cli.ContainerUnpause, client.ContainerUnpauseOptions{}) {
 		return nil
 	}
 	c, err := d.existing(ctx, id)

@@ -3,8 +3,6 @@ package docker
 import (
 	"context"
 
-	"github.com/moby/moby/client"
-
 	"deckhand/control/runtime"
 )
 
@@ -53,29 +51,11 @@ func (d *Driver) fast(id string, op func(eid string) error) bool {
 	return true
 }
 
-// startKnown starts id's known container: a paused one is refused by the
-// engine and goes the checked way (which resumes it).
-func (d *Driver) startKnown(ctx context.Context, id string) bool {
+// callKnown is fast for one engine call (start, pause, unpause) with opts
+// on id's known container.
+func callKnown[O, R any](ctx context.Context, d *Driver, id string, call func(context.Context, string, O) (R, error), opts O) bool {
 	return d.fast(id, func(eid string) error {
-		_, err := d.cli.ContainerStart(ctx, eid, client.ContainerStartOptions{})
-		return err
-	})
-}
-
-// resumeKnown thaws id's known container; one that is not paused is
-// refused by the engine and goes the checked way (which answers a running
-// one as resumed).
-func (d *Driver) resumeKnown(ctx context.Context, id string) bool {
-	return d.fast(id, func(eid string) error {
-		_, err := d.cli.ContainerUnpause(ctx, eid, client.ContainerUnpauseOptions{})
-		return err
-	})
-}
-
-// pauseKnown freezes id's known container.
-func (d *Driver) pauseKnown(ctx context.Context, id string) bool {
-	return d.fast(id, func(eid string) error {
-		_, err := d.cli.ContainerPause(ctx, eid, client.ContainerPauseOptions{})
+		_, err := call(ctx, eid, opts)
 		return err
 	})
 }

@@ -24,10 +24,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +50,6 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultGatewayPort   = 7700
-	DefaultHome          = "/home/user"
 	DefaultNamespace     = "deckhand"
 	DefaultWorkspaceSize = "10Gi"
 )
@@ -103,17 +103,8 @@ func New(opts Options) (*Driver, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
-	if opts.GatewayPort == 0 {
-		opts.GatewayPort = DefaultGatewayPort
-	}
-	if opts.GatewayPort < 1 || opts.GatewayPort > 65535 {
-		return nil, fmt.Errorf("kubernetes runtime: gateway port %d: must be 1-65535", opts.GatewayPort)
-	}
-	if opts.Home == "" {
-		opts.Home = DefaultHome
-	}
-	if !path.IsAbs(opts.Home) || path.Clean(opts.Home) == "/" {
-		return nil, fmt.Errorf("kubernetes runtime: home %q: must be an absolute path below /", opts.Home)
+	if err := runtime.AgentOptions("kubernetes", &opts.GatewayPort, &opts.Home); err != nil {
+		return nil, err
 	}
 	if opts.WorkspaceSize == "" {
 		opts.WorkspaceSize = DefaultWorkspaceSize
@@ -183,18 +174,11 @@ func (d *Driver) Name(id string) string {
 // claimName is the workspace claim's name: the container's own, or that
 // of the container whose workspace was kept for this one.
 func (d *Driver) claimName(spec stored) string {
-	if spec.Workspace != "" {
-		return d.Name(spec.Workspace) + "-home"
-	}
-	return d.Name(spec.ID) + "-home"
+	return d.Name(spec.workspace()) + "-home"
 }
 
 func (d *Driver) labels(id, project string) map[string]string {
-	l := map[string]string{runtime.LabelInstallation: d.opts.Installation, runtime.LabelContainer: id}
-	if project != "" {
-		l[runtime.LabelProject] = project
-	}
-	return l
+	return runtime.Labels(d.opts.Installation, id, project)
 }
 
 func (d *Driver) selector(id string) string {
@@ -224,6 +208,15 @@ type stored struct {
 	Autostart bool              `json:"autostart"`
 	Workspace string            `json:"workspace"`
 	Files     []storedFile      `json:"files"`
+}
+
+// workspace is the id of the workspace the container mounts, which its
+// claim is named and labelled by.
+func (st stored) workspace() string {
+	if st.Workspace != "" {
+		return st.Workspace
+	}
+	return st.ID
 }
 
 type storedFile struct {
@@ -334,12 +327,8 @@ func (d *Driver) ensureClaim(ctx context.Context, st stored) error {
 	} else if !apierrors.IsNotFound(err) {
 		return apiErr("read the workspace claim", err)
 	}
-	lbl := d.labels(st.ID, st.ProjectID)
-	if st.Workspace != "" {
-		lbl = d.labels(st.Workspace, st.ProjectID)
-	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.labels(st.workspace(), st.ProjectID)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: d.size}},
@@ -429,12 +418,7 @@ func (d *Driver) Start(ctx context.Context, id string) error {
 	}
 	// Finished Pods (an agent that exited) make way for the new one; one
 	// still stopping is left to end in its own time.
-	var finished []corev1.Pod
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil {
-			finished = append(finished, p)
-		}
-	}
+	finished := slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
 	if err := d.deletePods(ctx, finished, 0); err != nil {
 		return err
 	}
@@ -446,40 +430,24 @@ func (d *Driver) Start(ctx context.Context, id string) error {
 	return d.mark(ctx, sec, map[string]string{annStarted: "true", annStopped: ""})
 }
 
-// mark sets (or, with "", removes) annotations on the anchor.
+// mark sets (or, with "", removes) annotations on the anchor; it patches
+// nothing when the anchor has them already.
 func (d *Driver) mark(ctx context.Context, sec *corev1.Secret, set map[string]string) error {
-	if sec.Annotations == nil {
-		sec.Annotations = map[string]string{}
-	}
 	same := true
+	annotations := map[string]any{}
 	for k, v := range set {
-		if sec.Annotations[k] != v {
-			same = false
-		}
+		same = same && sec.Annotations[k] == v
+		annotations[k] = v
 		if v == "" {
-			delete(sec.Annotations, k)
-		} else {
-			sec.Annotations[k] = v
+			annotations[k] = nil // a merge patch removes a key set to null
 		}
 	}
 	if same {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": nullable(set)}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	_, err := d.cli.CoreV1().Secrets(d.opts.Namespace).Patch(ctx, sec.Name, "application/merge-patch+json", patch, metav1.PatchOptions{})
 	return apiErr("annotate the container's secret", err)
-}
-
-func nullable(set map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range set {
-		if v == "" {
-			out[k] = nil
-		} else {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // seedScript copies the image's home into a new, empty workspace.
@@ -498,12 +466,7 @@ func (d *Driver) makePod(ctx context.Context, st stored) error {
 		restart = corev1.RestartPolicyAlways
 	}
 	var env []corev1.EnvVar
-	keys := make([]string, 0, len(st.Env))
-	for k := range st.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(st.Env)) {
 		env = append(env, corev1.EnvVar{Name: k, Value: st.Env[k]})
 	}
 	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: d.opts.Home}}
@@ -531,7 +494,7 @@ func (d *Driver) makePod(ctx context.Context, st stored) error {
 			RestartPolicy:                restart,
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
-			Hostname:                     hostname(d.Name(st.ID)),
+			Hostname:                     d.Name(st.ID), // a DNS label of at most 46 characters
 			InitContainers: []corev1.Container{{
 				Name: "seed", Image: st.Image, ImagePullPolicy: d.opts.PullPolicy,
 				Command:      []string{"/bin/sh", "-c", seedScript},
@@ -554,13 +517,6 @@ func (d *Driver) makePod(ctx context.Context, st stored) error {
 		return apiErr("create the container's pod", err)
 	}
 	return nil
-}
-
-func hostname(name string) string {
-	if len(name) > 63 {
-		return name[:63]
-	}
-	return name
 }
 
 // resources are the Pod's limits from the spec; the requests are a tenth
@@ -596,10 +552,11 @@ func (d *Driver) deletePods(ctx context.Context, pods []corev1.Pod, grace time.D
 	return nil
 }
 
-// waitGone polls until get answers NotFound.
-func waitGone(ctx context.Context, what string, get func(context.Context) error) error {
+// waitGone polls until get answers NotFound for the object what names.
+func waitGone[T any](ctx context.Context, what, name string, get func(context.Context, string, metav1.GetOptions) (T, error)) error {
+	what += " " + name
 	for {
-		err := get(ctx)
+		_, err := get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -612,6 +569,17 @@ func waitGone(ctx context.Context, what string, get func(context.Context) error)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// waitPodsGone polls until the API holds none of pods.
+func (d *Driver) waitPodsGone(ctx context.Context, pods []corev1.Pod) error {
+	api := d.cli.CoreV1().Pods(d.opts.Namespace)
+	for _, p := range pods {
+		if err := waitGone(ctx, "pod", p.Name, api.Get); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Stop implements runtime.Driver: the Pod goes (the agent gets SIGTERM,
@@ -641,16 +609,7 @@ func (d *Driver) Stop(ctx context.Context, id string, timeout time.Duration) err
 	// runs a second Pod beside a terminating one on the same claim.
 	wctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
 	defer cancel()
-	api := d.cli.CoreV1().Pods(d.opts.Namespace)
-	for _, p := range pods {
-		if err := waitGone(wctx, "pod "+p.Name, func(ctx context.Context) error {
-			_, err := api.Get(ctx, p.Name, metav1.GetOptions{})
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return d.waitPodsGone(wctx, pods)
 }
 
 // Restart implements runtime.Driver.
@@ -683,14 +642,8 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 	if err := d.deletePods(ctx, pods, time.Second); err != nil {
 		return err
 	}
-	for _, p := range pods {
-		api := d.cli.CoreV1().Pods(d.opts.Namespace)
-		if err := waitGone(ctx, "pod "+p.Name, func(ctx context.Context) error {
-			_, err := api.Get(ctx, p.Name, metav1.GetOptions{})
-			return err
-		}); err != nil {
-			return err
-		}
+	if err := d.waitPodsGone(ctx, pods); err != nil {
+		return err
 	}
 	var st stored
 	if _, s, err := d.anchor(ctx, id); err == nil {
@@ -704,16 +657,13 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 	}
 	// A kept workspace mounted here is its own: it goes with a delete of
 	// the container it was kept from.
-	if !keepWorkspace && (st.Workspace == "" || st.Workspace == id) {
+	if !keepWorkspace && st.workspace() == id {
 		claims := d.cli.CoreV1().PersistentVolumeClaims(d.opts.Namespace)
 		claim := d.claimName(st)
 		if err := claims.Delete(ctx, claim, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return apiErr("delete the workspace claim", err)
 		}
-		if err := waitGone(ctx, "claim "+claim, func(ctx context.Context) error {
-			_, err := claims.Get(ctx, claim, metav1.GetOptions{})
-			return err
-		}); err != nil {
+		if err := waitGone(ctx, "claim", claim, claims.Get); err != nil {
 			return err
 		}
 	}
@@ -798,7 +748,7 @@ func (d *Driver) status(sec *corev1.Secret, pods []corev1.Pod) runtime.Status {
 	}
 	if agent != nil {
 		if r := agent.State.Running; r != nil && live.Status.PodIP != "" {
-			return runtime.Status{State: runtime.StateRunning, Addr: joinHostPort(live.Status.PodIP, d.opts.GatewayPort), StartedAt: r.StartedAt.Time}
+			return runtime.Status{State: runtime.StateRunning, Addr: net.JoinHostPort(live.Status.PodIP, strconv.Itoa(d.opts.GatewayPort)), StartedAt: r.StartedAt.Time}
 		}
 		if t := agent.State.Terminated; t != nil {
 			return runtime.Status{State: runtime.StateExited, Reason: terminated(t)}
@@ -842,13 +792,6 @@ func terminated(t *corev1.ContainerStateTerminated) string {
 	return r
 }
 
-func joinHostPort(ip string, port int) string {
-	if strings.Contains(ip, ":") {
-		return "[" + ip + "]:" + strconv.Itoa(port)
-	}
-	return ip + ":" + strconv.Itoa(port)
-}
-
 // ImageExists implements runtime.Driver: an image some node reports
 // holding exists; one no node holds exists only if the pull policy lets
 // the node pull it.
@@ -869,10 +812,8 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 	}
 	for _, n := range nodes.Items {
 		for _, img := range n.Status.Images {
-			for _, name := range img.Names {
-				if name == want || name == image {
-					return true, nil
-				}
+			if slices.Contains(img.Names, want) || slices.Contains(img.Names, image) {
+				return true, nil
 			}
 		}
 	}

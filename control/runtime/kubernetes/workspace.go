@@ -180,10 +180,7 @@ func (d *Driver) copyHelper(ctx context.Context, ws, image string) (string, func
 		if err := api.Delete(rctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !apierrors.IsNotFound(err) {
 			return
 		}
-		_ = waitGone(rctx, "pod "+pod.Name, func(ctx context.Context) error {
-			_, err := api.Get(ctx, pod.Name, metav1.GetOptions{})
-			return err
-		})
+		_ = waitGone(rctx, "pod", pod.Name, api.Get)
 	}
 	for {
 		p, err := api.Get(ctx, pod.Name, metav1.GetOptions{})
@@ -272,7 +269,6 @@ func (d *Driver) exec(ctx context.Context, pod string, cmd []string, stdin io.Re
 }
 
 // readErr remembers the first error other than io.EOF its reader
-// answered.
 // answered; the exec may still read after it returned.
 type readErr struct {
 	r   io.Reader

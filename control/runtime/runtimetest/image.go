@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,37 +58,33 @@ func ImageTar() ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
-	dir := func(name string, mode int64, uid int) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, Uid: uid, Gid: uid, ModTime: now})
+	// A name ending in "/" is a directory, owned by uid; the rest are
+	// root's files of data.
+	entries := []struct {
+		name string
+		mode int64
+		uid  int
+		data []byte
+	}{
+		{"bin/", 0o755, 0, nil}, {"etc/", 0o755, 0, nil}, {"home/", 0o755, 0, nil}, {"home/user/", 0o755, 1000, nil},
+		{"root/", 0o700, 0, nil}, {"run/", 0o755, 0, nil}, {"tmp/", 0o1777, 0, nil}, {"www/", 0o755, 0, nil},
+		{"www/cgi-bin/", 0o755, 0, nil},
+		{"bin/busybox", 0o755, 0, bb},
+		{"etc/passwd", 0o644, 0, []byte("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n")},
+		{"etc/group", 0o644, 0, []byte("root:x:0:\nuser:x:1000:\n")},
+		{"www/index.html", 0o644, 0, []byte("ok\n")},
+		{"www/cgi-bin/sh", 0o755, 0, []byte(cgiScript)},
+		{"home/user/.profile", 0o644, 0, []byte("# from the image\n")},
 	}
-	file := func(name string, mode int64, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: now}); err != nil {
-			return err
+	for _, e := range entries {
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, Size: int64(len(e.data)), ModTime: now}
+		if strings.HasSuffix(e.name, "/") {
+			h.Typeflag = tar.TypeDir
 		}
-		_, err := tw.Write(data)
-		return err
-	}
-	steps := []func() error{
-		func() error { return dir("bin", 0o755, 0) },
-		func() error { return dir("etc", 0o755, 0) },
-		func() error { return dir("home", 0o755, 0) },
-		func() error { return dir("home/user", 0o755, 1000) },
-		func() error { return dir("root", 0o700, 0) },
-		func() error { return dir("run", 0o755, 0) },
-		func() error { return dir("tmp", 0o1777, 0) },
-		func() error { return dir("www", 0o755, 0) },
-		func() error { return dir("www/cgi-bin", 0o755, 0) },
-		func() error { return file("bin/busybox", 0o755, bb) },
-		func() error {
-			return file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"))
-		},
-		func() error { return file("etc/group", 0o644, []byte("root:x:0:\nuser:x:1000:\n")) },
-		func() error { return file("www/index.html", 0o644, []byte("ok\n")) },
-		func() error { return file("www/cgi-bin/sh", 0o755, []byte(cgiScript)) },
-		func() error { return file("home/user/.profile", 0o644, []byte("# from the image\n")) },
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.data); err != nil {
 			return nil, err
 		}
 	}

@@ -31,13 +31,7 @@ func (s *suite) move(t *testing.T) {
 		}
 		t.Fatalf("export of a workspace never made: %v, want ErrNotFound", err)
 	}
-	if err := src.Create(ctx, s.spec(id)); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	Shell(t, s.running(t, src, id), `cd /home/user && echo moved > moved.txt && mkdir -p dir/sub && echo deep > dir/sub/f &&
+	Shell(t, s.up(ctx, t, src, s.spec(id)), `cd /home/user && echo moved > moved.txt && mkdir -p dir/sub && echo deep > dir/sub/f &&
 ln -s moved.txt link && chown -R 1000:1000 moved.txt dir link && chmod 640 moved.txt && rm .profile`)
 	if err := src.Stop(ctx, id, time.Second); err != nil {
 		t.Fatal(err)
@@ -61,14 +55,8 @@ ln -s moved.txt link && chown -R 1000:1000 moved.txt dir link && chmod 640 moved
 	}
 	s.noLeftovers(t, srcInst, "")
 
-	if err := dst.Create(ctx, s.spec(id)); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
 	want := "moved|deep|moved.txt|1000 640|1000|absent"
-	got := Shell(t, s.running(t, dst, id), `cd /home/user && printf '%s|%s|%s|%s|%s|%s' "$(cat moved.txt)" "$(cat dir/sub/f)" `+
+	got := Shell(t, s.up(ctx, t, dst, s.spec(id)), `cd /home/user && printf '%s|%s|%s|%s|%s|%s' "$(cat moved.txt)" "$(cat dir/sub/f)" `+
 		`"$(readlink link)" "$(stat -c '%u %a' moved.txt)" "$(stat -c %u dir/sub/f)" "$(test -e .profile && echo seeded || echo absent)"`)
 	if s.target.ArchiveDropsOwners {
 		want = "moved|deep|moved.txt|0 640|0|absent"

@@ -19,13 +19,7 @@ func (s *suite) snapshot(t *testing.T) {
 		t.Skip("the driver takes no snapshots")
 	}
 	id := "snap-" + RandomName()
-	if err := d.Create(ctx, s.spec(id)); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	addr := s.running(t, d, id)
+	addr := s.up(ctx, t, d, s.spec(id))
 	Shell(t, addr, `echo one > /home/user/ws.txt; su -s /bin/sh user -c 'echo mine > /home/user/owned'; echo root-one > /etc/rootfile`)
 	snapID := "s" + RandomName()
 	snap, err := d.Snapshot(ctx, id, snapID)
@@ -49,17 +43,12 @@ func (s *suite) snapshot(t *testing.T) {
 	fork := "fork-" + RandomName()
 	spec := s.spec(fork)
 	spec.Image = snap.Image
-	if err := d.Create(ctx, spec); err != nil {
-		t.Fatalf("create from the snapshot: %v", err)
-	}
-	if err := d.Start(ctx, fork); err != nil {
-		t.Fatal(err)
-	}
-	if got := Shell(t, s.running(t, d, fork), check); got != want {
+	forkAddr := s.up(ctx, t, d, spec)
+	if got := Shell(t, forkAddr, check); got != want {
 		t.Errorf("a container made from the snapshot: %q, want %q", got, want)
 	}
 	// Its own token file, not the source's.
-	if got := Shell(t, s.running(t, d, fork), "cat "+TokenPath); got != string(spec.Files[0].Content) {
+	if got := Shell(t, forkAddr, "cat "+TokenPath); got != string(spec.Files[0].Content) {
 		t.Errorf("the fork's token file: %q", got)
 	}
 
@@ -70,13 +59,7 @@ func (s *suite) snapshot(t *testing.T) {
 	}
 	spec = s.spec(id)
 	spec.Image = snap.Image
-	if err := d.Create(ctx, spec); err != nil {
-		t.Fatalf("restore: %v", err)
-	}
-	if err := d.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if got := Shell(t, s.running(t, d, id), check); got != want {
+	if got := Shell(t, s.up(ctx, t, d, spec), check); got != want {
 		t.Errorf("the restored container: %q, want %q", got, want)
 	}
 
@@ -106,26 +89,14 @@ func (s *suite) workspace(t *testing.T) {
 	d, inst := s.driver(t)
 	ctx := ctxT(t)
 	first := "ws-" + RandomName()
-	if err := d.Create(ctx, s.spec(first)); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	Shell(t, s.running(t, d, first), `echo kept > /home/user/kept.txt`)
+	Shell(t, s.up(ctx, t, d, s.spec(first)), `echo kept > /home/user/kept.txt`)
 	if err := d.Delete(ctx, first, true); err != nil {
 		t.Fatal(err)
 	}
 	second := "ws2-" + RandomName()
 	spec := s.spec(second)
 	spec.Workspace = first
-	if err := d.Create(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	if got := Shell(t, s.running(t, d, second), `cat /home/user/kept.txt`); got != "kept" {
+	if got := Shell(t, s.up(ctx, t, d, spec), `cat /home/user/kept.txt`); got != "kept" {
 		t.Fatalf("the kept workspace in another container: %q", got)
 	}
 	if err := d.Delete(ctx, second, false); err != nil {

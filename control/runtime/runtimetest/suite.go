@@ -151,6 +151,19 @@ func (s *suite) running(t *testing.T, d runtime.Driver, id string) string {
 	return st.Addr
 }
 
+// up creates spec's container, starts it and answers its address once
+// it serves.
+func (s *suite) up(ctx context.Context, t *testing.T, d runtime.Driver, spec runtime.Spec) string {
+	t.Helper()
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatalf("create %s: %v", spec.ID, err)
+	}
+	if err := d.Start(ctx, spec.ID); err != nil {
+		t.Fatalf("start %s: %v", spec.ID, err)
+	}
+	return s.running(t, d, spec.ID)
+}
+
 func (s *suite) noLeftovers(t *testing.T, inst, id string) {
 	t.Helper()
 	left, err := s.target.Leftovers(context.Background(), inst, id)
@@ -284,16 +297,16 @@ func (s *suite) idempotent(t *testing.T) {
 	ctx := ctxT(t)
 	id := "idem-" + RandomName()
 	spec := s.spec(id)
-	for i := range 2 {
-		if err := d.Create(ctx, spec); err != nil {
-			t.Fatalf("create #%d: %v", i+1, err)
+	twice := func(what string, call func() error) {
+		t.Helper()
+		for i := range 2 {
+			if err := call(); err != nil {
+				t.Fatalf("%s #%d: %v", what, i+1, err)
+			}
 		}
 	}
-	for i := range 2 {
-		if err := d.Start(ctx, id); err != nil {
-			t.Fatalf("start #%d: %v", i+1, err)
-		}
-	}
+	twice("create", func() error { return d.Create(ctx, spec) })
+	twice("start", func() error { return d.Start(ctx, id) })
 	addr := s.running(t, d, id)
 	// A create of a running container succeeds and writes its files
 	// again (a new token after a control-plane crash reaches the agent).
@@ -308,27 +321,11 @@ func (s *suite) idempotent(t *testing.T) {
 		t.Errorf("the file after a second create: %q", got)
 	}
 	pauses := d.Capabilities().Pause
-	for i := range 2 {
-		if !pauses {
-			break
-		}
-		if err := d.Pause(ctx, id); err != nil {
-			t.Fatalf("pause #%d: %v", i+1, err)
-		}
+	if pauses {
+		twice("pause", func() error { return d.Pause(ctx, id) })
+		twice("resume", func() error { return d.Resume(ctx, id) })
 	}
-	for i := range 2 {
-		if !pauses {
-			break
-		}
-		if err := d.Resume(ctx, id); err != nil {
-			t.Fatalf("resume #%d: %v", i+1, err)
-		}
-	}
-	for i := range 2 {
-		if err := d.Stop(ctx, id, time.Second); err != nil {
-			t.Fatalf("stop #%d: %v", i+1, err)
-		}
-	}
+	twice("stop", func() error { return d.Stop(ctx, id, time.Second) })
 	// Restart of a stopped container starts it.
 	if err := d.Restart(ctx, id, time.Second); err != nil {
 		t.Fatalf("restart of a stopped container: %v", err)
@@ -340,11 +337,7 @@ func (s *suite) idempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []string{id, other} {
-		for i := range 2 {
-			if err := d.Delete(ctx, x, false); err != nil {
-				t.Fatalf("delete %s #%d: %v", x, i+1, err)
-			}
-		}
+		twice("delete "+x, func() error { return d.Delete(ctx, x, false) })
 	}
 	if err := d.Delete(ctx, "never-"+RandomName(), false); err != nil {
 		t.Fatalf("delete of an id never made: %v", err)
@@ -369,13 +362,7 @@ func (s *suite) secretFile(t *testing.T) {
 	ctx := ctxT(t)
 	id := "tok-" + RandomName()
 	spec := s.spec(id)
-	if err := d.Create(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	addr := s.running(t, d, id)
+	addr := s.up(ctx, t, d, spec)
 	if got := Shell(t, addr, "stat -c '%a %u %g' "+TokenPath+"; cat "+TokenPath); got != "400 0 0\n"+string(spec.Files[0].Content) {
 		t.Errorf("the secret file: %q, want mode 400 owned by root", got)
 	}
@@ -489,19 +476,7 @@ func (s *suite) exit(t *testing.T) {
 		if err := d.Start(ctx, id); err != nil && !autostart {
 			t.Fatalf("start: %v", err)
 		}
-		deadline := time.Now().Add(60 * time.Second)
-		var st runtime.Status
-		for time.Now().Before(deadline) {
-			var err error
-			if st, err = d.Inspect(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-			if st.State == runtime.StateExited {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if st.State != runtime.StateExited || !strings.Contains(st.Reason, "exit code 1") || st.Addr != "" {
+		if st := WaitState(t, d, id, runtime.StateExited); !strings.Contains(st.Reason, "exit code 1") || st.Addr != "" {
 			t.Errorf("autostart %v: an agent that exits 1: %+v, want exited with its exit code", autostart, st)
 		}
 		if list, err := d.List(ctx); err != nil || list[id].State != runtime.StateExited {

@@ -100,15 +100,6 @@ var binaries = []string{"kube-apiserver", "kube-controller-manager", "kube-sched
 // about 23 CPU-minutes the first time.
 func Build(repo string) error {
 	dir := BinDir()
-	missing := false
-	for _, b := range binaries {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			missing = true
-		}
-	}
-	if !missing {
-		return nil
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
