@@ -1,6 +1,7 @@
 package deckhand
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,21 +91,11 @@ type forwarder struct {
 }
 
 func (c *Container) forwarder(o ForwardOptions) (*forwarder, error) {
-	if o.Local == "" {
-		o.Local = "127.0.0.1:0"
-	}
-	if o.PingInterval == 0 {
-		o.PingInterval = 15 * time.Second
-	}
-	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = 30 * time.Second
-	}
-	if o.TokenCookie == "" {
-		o.TokenCookie = c.cookie
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Local = cmp.Or(o.Local, "127.0.0.1:0")
+	o.PingInterval = cmp.Or(o.PingInterval, 15*time.Second)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, 30*time.Second)
+	o.TokenCookie = cmp.Or(o.TokenCookie, c.cookie)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	base := c.ServiceURL("tunnel")
 	u, err := url.Parse(base)
 	switch {

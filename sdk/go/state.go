@@ -1,6 +1,7 @@
 package deckhand
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -143,19 +144,12 @@ func (cs Containers) Fork(ctx context.Context, snapshotID string, o ForkOptions)
 	if snapshotID == "" || o.Name == "" {
 		return nil, errors.New("deckhand: Containers.Fork: snapshot id and ForkOptions.Name: required")
 	}
-	project := o.Project
-	if project == "" {
-		var err error
-		if project, err = cs.onlyProject(ctx); err != nil {
-			return nil, err
-		}
-	}
-	count := o.Count
-	if count == 0 {
-		count = 1
+	project, err := cs.project(ctx, o.Project)
+	if err != nil {
+		return nil, err
 	}
 	var ws []wireContainer
-	body := map[string]any{"project_id": project, "name": o.Name, "snapshot_id": snapshotID, "count": count}
+	body := map[string]any{"project_id": project, "name": o.Name, "snapshot_id": snapshotID, "count": cmp.Or(o.Count, 1)}
 	if err := cs.c.Call(ctx, http.MethodPost, "/api/v1/containers", nil, body, &ws); err != nil {
 		return nil, err
 	}
@@ -169,11 +163,9 @@ func (cs Containers) Fork(ctx context.Context, snapshotID string, o ForkOptions)
 // Workspaces lists project's kept workspaces (empty: the caller's only
 // project), oldest first.
 func (cs Containers) Workspaces(ctx context.Context, project string) ([]Workspace, error) {
-	if project == "" {
-		var err error
-		if project, err = cs.onlyProject(ctx); err != nil {
-			return nil, err
-		}
+	project, err := cs.project(ctx, project)
+	if err != nil {
+		return nil, err
 	}
 	var list struct {
 		Workspaces []wireWorkspace `json:"workspaces"`

@@ -161,22 +161,6 @@ func (e *Engine) Purge(installation string) error {
 	return nil
 }
 
-// Leftovers names what the engine still holds of installation.
-func (e *Engine) Leftovers(installation string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	f := "label=" + LabelInstallation + "=" + installation
-	var left []string
-	for _, list := range [][]string{{"ps", "-aq", "--filter", f}, {"volume", "ls", "-q", "--filter", f}} {
-		out, err := e.docker(ctx, nil, list...)
-		if err != nil {
-			return nil, fmt.Errorf("%v: %s", err, out)
-		}
-		left = append(left, strings.Fields(out)...)
-	}
-	return left, nil
-}
-
 // InstallationOf is the installation label of the engine container the
 // control plane made for container id ("" when there is none).
 func (e *Engine) InstallationOf(id string) string {

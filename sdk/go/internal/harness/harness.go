@@ -373,12 +373,6 @@ func freeBase(span int) int {
 	}
 }
 
-// Env is the environment the TypeScript and Python tests read.
-func Env(control, gateway, email string) []string {
-	return []string{"DECKHAND_CONTROL_URL=" + control, "DECKHAND_GATEWAY_URL=" + gateway,
-		"DECKHAND_EMAIL=" + email, "DECKHAND_PASSWORD=" + UserPass}
-}
-
 // StartXvfb starts a virtual X server on a free display when Xvfb is
 // installed and deckhand-display is in bin (the display service needs
 // it); it answers the display's name, or "" and no Proc when either is
