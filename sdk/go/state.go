@@ -36,8 +36,6 @@ type wireSnapshot struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-func (w wireSnapshot) value() Snapshot { return Snapshot(w) }
-
 // Workspace is a workspace volume kept after its container was deleted.
 type Workspace struct {
 	ID        string
@@ -100,7 +98,7 @@ func (cs Containers) Resume(ctx context.Context, id string) (ContainerInfo, erro
 func (cs Containers) Snapshot(ctx context.Context, id, name string) (Snapshot, error) {
 	var w wireSnapshot
 	err := cs.c.Call(ctx, http.MethodPost, containerPath(id, "snapshots"), nil, map[string]any{"name": name}, &w)
-	return w.value(), err
+	return Snapshot(w), err
 }
 
 // Snapshots lists container id's snapshots, oldest first.
@@ -113,7 +111,7 @@ func (cs Containers) Snapshots(ctx context.Context, id string) ([]Snapshot, erro
 	}
 	out := make([]Snapshot, len(list.Snapshots))
 	for i, w := range list.Snapshots {
-		out[i] = w.value()
+		out[i] = Snapshot(w)
 	}
 	return out, nil
 }
@@ -122,7 +120,7 @@ func (cs Containers) Snapshots(ctx context.Context, id string) ([]Snapshot, erro
 func (cs Containers) RenameSnapshot(ctx context.Context, id, sid, name string) (Snapshot, error) {
 	var w wireSnapshot
 	err := cs.c.Call(ctx, http.MethodPatch, containerPath(id, "snapshots", sid), nil, map[string]any{"name": name}, &w)
-	return w.value(), err
+	return Snapshot(w), err
 }
 
 // DeleteSnapshot removes snapshot sid of container id.

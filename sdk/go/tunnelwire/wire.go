@@ -27,6 +27,7 @@ package tunnelwire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -185,22 +186,11 @@ func (c *Conn) header(op ws.OpCode, n int) ws.Header {
 	return h
 }
 
-// encodeHeader writes h into a small array, for one writev with the payload.
+// encodeHeader writes h into a small buffer, for one writev with the payload.
 func encodeHeader(h ws.Header) []byte {
-	var b headerBuf
-	_ = ws.WriteHeader(&b, h)
-	return b.b[:b.n]
-}
-
-type headerBuf struct {
-	b [ws.MaxHeaderSize]byte
-	n int
-}
-
-func (h *headerBuf) Write(p []byte) (int, error) {
-	n := copy(h.b[h.n:], p)
-	h.n += n
-	return n, nil
+	b := bytes.NewBuffer(make([]byte, 0, ws.MaxHeaderSize))
+	_ = ws.WriteHeader(b, h)
+	return b.Bytes()
 }
 
 // writeFrame sends one frame; payload is masked in place on a client.
