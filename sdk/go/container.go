@@ -376,13 +376,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // progress between them, a stream or transfer survives.
 const MaxReconnects = 8
 
-func jsonUnmarshal(raw []byte, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("deckhand: unreadable answer: %w", err)
-	}
-	return nil
-}
-
 // Screenshot writes a PNG of the container's display to w (an *Error,
 // status 503, when the container has no display).
 func (c *Container) Screenshot(ctx context.Context, w io.Writer) (int64, error) {

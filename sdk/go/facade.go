@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/deckhand-dev/deckhand/sdk/go/api/files"
 	"github.com/deckhand-dev/deckhand/sdk/go/api/process"
 )
 
@@ -230,25 +231,21 @@ func (f Files) Write(ctx context.Context, path string, data []byte) error {
 
 // List is the entries of the directory at path, sorted by path.
 func (f Files) List(ctx context.Context, dir string) ([]FileInfo, error) {
-	var l struct {
-		Entries []struct {
-			Name     string    `json:"name"`
-			Path     string    `json:"path"`
-			Type     string    `json:"type"`
-			Size     int64     `json:"size"`
-			Mode     string    `json:"mode"`
-			Modified time.Time `json:"modified"`
-			Owner    string    `json:"owner"`
-		} `json:"entries"`
-	}
+	var l files.Listing
 	if err := f.c.Call(ctx, http.MethodGet, "files", "/api/v1/files", url.Values{"path": {dir}}, nil, &l); err != nil {
 		return nil, err
 	}
 	out := make([]FileInfo, 0, len(l.Entries))
 	for _, e := range l.Entries {
-		out = append(out, FileInfo{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Modified: e.Modified, Owner: e.Owner})
+		out = append(out, fileInfo(e))
 	}
 	return out, nil
+}
+
+// fileInfo is an entry of the files service as a value, without its ETag
+// (a listing's are left out).
+func fileInfo(e files.Entry) FileInfo {
+	return FileInfo{Name: e.Name, Path: e.Path, Type: string(e.Type), Size: int64(e.Size), Mode: e.Mode, Modified: e.Modified, Owner: e.Owner}
 }
 
 // Upload copies the local file at local to path in the container with a

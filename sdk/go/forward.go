@@ -109,12 +109,7 @@ func (c *Container) forwarder(o ForwardOptions) (*forwarder, error) {
 	if _, _, err := net.SplitHostPort(o.Local); err != nil {
 		return nil, fmt.Errorf("deckhand: Forward: Local must be HOST:PORT, got %q", o.Local)
 	}
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
-	}
+	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1) // ws and wss stay
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/tunnel/ws"
 	u.RawPath = ""
 	f := &forwarder{o: o, c: c, log: o.Logger, dialer: wire.Dialer{Timeout: 10 * time.Second}}
