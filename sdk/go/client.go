@@ -2,12 +2,14 @@ package deckhand
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -88,10 +90,7 @@ func New(baseURL string, o Options) (*Client, error) {
 		return nil, fmt.Errorf("deckhand: control plane URL %q: must be http:// or https:// with a host", baseURL)
 	}
 	base := strings.TrimRight(u.String(), "/")
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 60 * time.Second}
-	}
+	hc := cmp.Or(o.HTTPClient, &http.Client{Timeout: 60 * time.Second})
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -207,12 +206,8 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 // envelope's data into out (when not nil). A status of 400 or more is an
 // *Error with the server's code.
 func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	_, err := c.call(ctx, method, path, query, body, out)
+	_, err := c.send(ctx, Request{Method: method, Path: path, Query: query, Body: body}, out)
 	return err
-}
-
-func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) (*Answer, error) {
-	return c.send(ctx, Request{Method: method, Path: path, Query: query, Body: body}, out)
 }
 
 // ErrSecondFactor is returned by Login for an account with two-factor
@@ -339,9 +334,7 @@ func Pages[T any](ctx context.Context, c *Client, path string, query url.Values,
 		}
 		for page := 1; ; page++ {
 			q := url.Values{}
-			for k, v := range query {
-				q[k] = v
-			}
+			maps.Copy(q, query)
 			q.Set("page", strconv.Itoa(page))
 			q.Set("limit", strconv.Itoa(pageSize))
 			var data map[string]json.RawMessage

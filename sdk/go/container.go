@@ -2,11 +2,13 @@ package deckhand
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -55,11 +57,7 @@ func NewContainer(gatewayURL string, o Options) (*Container, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 		return nil, fmt.Errorf("deckhand: gateway URL %q: must be http:// or https:// with a host", gatewayURL)
 	}
-	tok := o.AgentToken
-	if tok == "" {
-		tok = o.Token
-	}
-	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, explicit: true, hc: agentHTTP(o), cookie: o.AgentTokenCookie}
+	c := &Container{base: strings.TrimRight(u.String(), "/"), token: cmp.Or(o.AgentToken, o.Token), explicit: true, hc: agentHTTP(o), cookie: o.AgentTokenCookie}
 	c.Process, c.Files = Processes{c}, Files{c}
 	return c, nil
 }
@@ -88,10 +86,6 @@ func agentHTTP(o Options) *http.Client {
 
 // container is the handle of a container whose record is info.
 func (cl *Client) container(info ContainerInfo) *Container {
-	route := cl.opt.AgentRoute
-	if route == "" {
-		route = RouteProxy
-	}
 	cl.mu.Lock()
 	if cl.agentHC == nil {
 		cl.agentHC = agentHTTP(Options{HTTPClient: nil, ProxyAddr: cl.opt.ProxyAddr})
@@ -99,7 +93,7 @@ func (cl *Client) container(info ContainerInfo) *Container {
 	hc := cl.agentHC
 	cl.mu.Unlock()
 	c := &Container{token: cl.opt.AgentToken, explicit: cl.opt.AgentToken != "", hc: hc, proxyAddr: cl.opt.ProxyAddr,
-		route: route, client: cl, info: info, cookie: cl.opt.AgentTokenCookie}
+		route: cmp.Or(cl.opt.AgentRoute, RouteProxy), client: cl, info: info, cookie: cl.opt.AgentTokenCookie}
 	c.Process, c.Files = Processes{c}, Files{c}
 	return c
 }
@@ -303,6 +297,26 @@ func (c *Container) request(ctx context.Context, method, service, path string, q
 	return http.NewRequestWithContext(ctx, method, u, body)
 }
 
+// get sends a GET of service's path with h's headers and answers the
+// response when it is 200 OK; any other status is an *Error.
+func (c *Container) get(ctx context.Context, service, path string, q url.Values, h http.Header) (*http.Response, error) {
+	req, err := c.request(ctx, http.MethodGet, service, path, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(req.Header, h)
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, errorOf(http.MethodGet, path, resp.StatusCode, raw)
+	}
+	return resp, nil
+}
+
 // Call sends a JSON request to service's path and decodes a 2xx answer
 // into out (when not nil); any other status is an *Error with the
 // service's code.
@@ -362,29 +376,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // progress between them, a stream or transfer survives.
 const MaxReconnects = 8
 
-func jsonUnmarshal(raw []byte, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("deckhand: unreadable answer: %w", err)
-	}
-	return nil
-}
-
 // Screenshot writes a PNG of the container's display to w (an *Error,
 // status 503, when the container has no display).
 func (c *Container) Screenshot(ctx context.Context, w io.Writer) (int64, error) {
-	const path = "/api/v1/display/screenshots"
-	req, err := c.request(ctx, http.MethodGet, "display", path, nil, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.Do(req)
+	resp, err := c.get(ctx, "display", "/api/v1/display/screenshots", nil, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, errorOf(http.MethodGet, path, resp.StatusCode, raw)
-	}
 	return io.Copy(w, resp.Body)
 }

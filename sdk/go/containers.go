@@ -111,12 +111,9 @@ func (cs Containers) Create(ctx context.Context, image string, o CreateOptions) 
 	if (o.CPUs == 0) != (o.MemoryMB == 0) {
 		return nil, errors.New("deckhand: Containers.Create: CPUs and MemoryMB: give both or neither")
 	}
-	project := o.Project
-	if project == "" {
-		var err error
-		if project, err = cs.onlyProject(ctx); err != nil {
-			return nil, err
-		}
+	project, err := cs.project(ctx, o.Project)
+	if err != nil {
+		return nil, err
 	}
 	imageID, err := cs.imageID(ctx, image)
 	if err != nil {
@@ -142,8 +139,12 @@ func (cs Containers) Create(ctx context.Context, image string, o CreateOptions) 
 	return cs.c.container(w.info()), nil
 }
 
-// onlyProject is the caller's project when it has exactly one.
-func (cs Containers) onlyProject(ctx context.Context) (string, error) {
+// project is project, or when empty the caller's project when it has
+// exactly one.
+func (cs Containers) project(ctx context.Context, project string) (string, error) {
+	if project != "" {
+		return project, nil
+	}
 	var ids []string
 	for p, err := range Pages[struct {
 		ID string `json:"id"`
@@ -201,11 +202,9 @@ func (cs Containers) get(ctx context.Context, id string) (wireContainer, error) 
 // List is every container of a project, oldest first (project empty:
 // the caller's only project).
 func (cs Containers) List(ctx context.Context, project string) ([]ContainerInfo, error) {
-	if project == "" {
-		var err error
-		if project, err = cs.onlyProject(ctx); err != nil {
-			return nil, err
-		}
+	project, err := cs.project(ctx, project)
+	if err != nil {
+		return nil, err
 	}
 	var out []ContainerInfo
 	for w, err := range Pages[wireContainer](ctx, cs.c, "/api/v1/containers", url.Values{"project_id": {project}}, "containers", 0) {

@@ -11,6 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/deckhand-dev/deckhand/sdk/go/api/files"
+	"github.com/deckhand-dev/deckhand/sdk/go/api/process"
 )
 
 // Command is a program to run in a container: Args (an argv) or Shell (a
@@ -85,22 +88,11 @@ func (p Processes) RunCommand(ctx context.Context, cmd Command) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	var r struct {
-		ID         string `json:"id"`
-		Stdout     string `json:"stdout"`
-		Stderr     string `json:"stderr"`
-		Encoding   string `json:"encoding"`
-		ExitCode   *int   `json:"exit_code"`
-		State      string `json:"state"`
-		Signal     string `json:"signal"`
-		Error      string `json:"error"`
-		Truncated  bool   `json:"truncated"`
-		DurationMs int64  `json:"duration_ms"`
-	}
+	var r process.RunResult
 	if err := p.c.Call(ctx, http.MethodPost, "process", "/api/v1/process/run", nil, body, &r); err != nil {
 		return Result{}, err
 	}
-	if r.Encoding == "base64" {
+	if r.Encoding != nil && *r.Encoding == process.RunResultEncodingBase64 {
 		o, err1 := base64.StdEncoding.DecodeString(r.Stdout)
 		e, err2 := base64.StdEncoding.DecodeString(r.Stderr)
 		if err := errors.Join(err1, err2); err != nil {
@@ -108,12 +100,25 @@ func (p Processes) RunCommand(ctx context.Context, cmd Command) (Result, error) 
 		}
 		r.Stdout, r.Stderr = string(o), string(e)
 	}
-	res := Result{ID: r.ID, Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: -1, State: r.State, Signal: r.Signal,
-		Error: r.Error, Truncated: r.Truncated, Duration: time.Duration(r.DurationMs) * time.Millisecond}
-	if r.ExitCode != nil {
-		res.ExitCode = *r.ExitCode
-	}
+	res := ended(r.Id, string(r.State), r.ExitCode, r.Signal, r.Error, r.DurationMs)
+	res.Stdout, res.Stderr, res.Truncated = r.Stdout, r.Stderr, r.Truncated
 	return res, nil
+}
+
+// ended is how a program ended, from the service's record of it (ExitCode
+// -1 when the record has none).
+func ended(id, state string, exitCode *int, signal, msg *string, durationMs int) Result {
+	res := Result{ID: id, ExitCode: -1, State: state, Duration: time.Duration(durationMs) * time.Millisecond}
+	if exitCode != nil {
+		res.ExitCode = *exitCode
+	}
+	if signal != nil {
+		res.Signal = *signal
+	}
+	if msg != nil {
+		res.Error = *msg
+	}
+	return res
 }
 
 // Start starts argv in the background; follow its output with the
@@ -156,33 +161,13 @@ func (r Running) Stream(ctx context.Context, fn func(Output) error) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{ID: end.Id, ExitCode: -1, State: string(end.State), Duration: time.Duration(end.DurationMs) * time.Millisecond}
-	if end.ExitCode != nil {
-		res.ExitCode = *end.ExitCode
-	}
-	if end.Signal != nil {
-		res.Signal = *end.Signal
-	}
-	if end.Error != nil {
-		res.Error = *end.Error
-	}
-	return res, nil
+	return ended(end.Id, string(end.State), end.ExitCode, end.Signal, end.Error, end.DurationMs), nil
 }
 
 // Wait writes the program's stdout and stderr to two writers (nil drops
 // that stream) until it ends, resuming after dropped connections.
 func (r Running) Wait(ctx context.Context, stdout, stderr io.Writer) (Result, error) {
-	return r.Stream(ctx, func(o Output) error {
-		w := stdout
-		if o.Stream == "stderr" {
-			w = stderr
-		}
-		if w == nil {
-			return nil
-		}
-		_, err := w.Write(o.Data)
-		return err
-	})
+	return r.Stream(ctx, writeTo(stdout, stderr))
 }
 
 // Kill ends the program (SIGKILL to its process group).
@@ -246,25 +231,21 @@ func (f Files) Write(ctx context.Context, path string, data []byte) error {
 
 // List is the entries of the directory at path, sorted by path.
 func (f Files) List(ctx context.Context, dir string) ([]FileInfo, error) {
-	var l struct {
-		Entries []struct {
-			Name     string    `json:"name"`
-			Path     string    `json:"path"`
-			Type     string    `json:"type"`
-			Size     int64     `json:"size"`
-			Mode     string    `json:"mode"`
-			Modified time.Time `json:"modified"`
-			Owner    string    `json:"owner"`
-		} `json:"entries"`
-	}
+	var l files.Listing
 	if err := f.c.Call(ctx, http.MethodGet, "files", "/api/v1/files", url.Values{"path": {dir}}, nil, &l); err != nil {
 		return nil, err
 	}
 	out := make([]FileInfo, 0, len(l.Entries))
 	for _, e := range l.Entries {
-		out = append(out, FileInfo{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Modified: e.Modified, Owner: e.Owner})
+		out = append(out, fileInfo(e))
 	}
 	return out, nil
+}
+
+// fileInfo is an entry of the files service as a value, without its ETag
+// (a listing's are left out).
+func fileInfo(e files.Entry) FileInfo {
+	return FileInfo{Name: e.Name, Path: e.Path, Type: string(e.Type), Size: int64(e.Size), Mode: e.Mode, Modified: e.Modified, Owner: e.Owner}
 }
 
 // Upload copies the local file at local to path in the container with a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -214,8 +215,8 @@ func (c *Container) patch(ctx context.Context, id string, off int64, b []byte, s
 		return files.Upload{}, errorOf(http.MethodPatch, path, resp.StatusCode, raw)
 	}
 	var up files.Upload
-	if err := jsonUnmarshal(raw, &up); err != nil {
-		return files.Upload{}, err
+	if err := json.Unmarshal(raw, &up); err != nil {
+		return files.Upload{}, fmt.Errorf("deckhand: unreadable answer: %w", err)
 	}
 	return up, nil
 }

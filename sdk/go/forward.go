@@ -1,6 +1,7 @@
 package deckhand
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,21 +91,11 @@ type forwarder struct {
 }
 
 func (c *Container) forwarder(o ForwardOptions) (*forwarder, error) {
-	if o.Local == "" {
-		o.Local = "127.0.0.1:0"
-	}
-	if o.PingInterval == 0 {
-		o.PingInterval = 15 * time.Second
-	}
-	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = 30 * time.Second
-	}
-	if o.TokenCookie == "" {
-		o.TokenCookie = c.cookie
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Local = cmp.Or(o.Local, "127.0.0.1:0")
+	o.PingInterval = cmp.Or(o.PingInterval, 15*time.Second)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, 30*time.Second)
+	o.TokenCookie = cmp.Or(o.TokenCookie, c.cookie)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	base := c.ServiceURL("tunnel")
 	u, err := url.Parse(base)
 	switch {
@@ -118,12 +109,7 @@ func (c *Container) forwarder(o ForwardOptions) (*forwarder, error) {
 	if _, _, err := net.SplitHostPort(o.Local); err != nil {
 		return nil, fmt.Errorf("deckhand: Forward: Local must be HOST:PORT, got %q", o.Local)
 	}
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
-	}
+	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1) // ws and wss stay
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/tunnel/ws"
 	u.RawPath = ""
 	f := &forwarder{o: o, c: c, log: o.Logger, dialer: wire.Dialer{Timeout: 10 * time.Second}}

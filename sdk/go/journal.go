@@ -136,27 +136,14 @@ func (c *Container) FollowJournal(ctx context.Context, q JournalQuery, o Journal
 }
 
 func (c *Container) journal(ctx context.Context, q url.Values, lastID string) (*http.Response, error) {
-	const path = "/api/v1/journal"
-	req, err := c.request(ctx, http.MethodGet, "journal", path, q, nil)
-	if err != nil {
-		return nil, err
-	}
+	h := http.Header{}
 	if q.Get("follow") == "true" {
-		req.Header.Set("Accept", "text/event-stream")
+		h.Set("Accept", "text/event-stream")
 	}
 	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
+		h.Set("Last-Event-ID", lastID)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, errorOf(http.MethodGet, path, resp.StatusCode, raw)
-	}
-	return resp, nil
+	return c.get(ctx, "journal", "/api/v1/journal", q, h)
 }
 
 // event is one Server-Sent Event.

@@ -137,7 +137,13 @@ func (c *Container) Stream(ctx context.Context, id string, o StreamOptions, fn f
 // StreamTo is Stream writing stdout and stderr to two writers (either may
 // be nil to drop that stream).
 func (c *Container) StreamTo(ctx context.Context, id string, stdout, stderr io.Writer) (*process.Process, error) {
-	return c.Stream(ctx, id, StreamOptions{}, func(o Output) error {
+	return c.Stream(ctx, id, StreamOptions{}, writeTo(stdout, stderr))
+}
+
+// writeTo writes each piece of output to stdout or stderr by its stream
+// (a nil writer drops that stream).
+func writeTo(stdout, stderr io.Writer) func(Output) error {
+	return func(o Output) error {
 		w := stdout
 		if o.Stream == "stderr" {
 			w = stderr
@@ -147,7 +153,7 @@ func (c *Container) StreamTo(ctx context.Context, id string, stdout, stderr io.W
 		}
 		_, err := w.Write(o.Data)
 		return err
-	})
+	}
 }
 
 type callbackError struct{ err error }
@@ -158,21 +164,12 @@ func (e callbackError) Error() string { return e.err.Error() }
 // piece delivered; it answers the final record at the end event.
 func (c *Container) follow(ctx context.Context, id string, off *int64, o StreamOptions, fn func(Output) error) (*process.Process, error) {
 	path := "/api/v1/process/" + url.PathEscape(id) + "/output"
-	req, err := c.request(ctx, http.MethodGet, "process", path,
-		url.Values{"follow": {"true"}, "since": {strconv.FormatInt(*off, 10)}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.Do(req)
+	resp, err := c.get(ctx, "process", path, url.Values{"follow": {"true"}, "since": {strconv.FormatInt(*off, 10)}},
+		http.Header{"Accept": {"text/event-stream"}})
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, errorOf(http.MethodGet, path, resp.StatusCode, raw)
-	}
 	var end *process.Process
 	err = readEvents(resp.Body, func(ev event) error {
 		if !ev.HasData {

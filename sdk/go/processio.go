@@ -108,14 +108,11 @@ func reconnectWait(n int) time.Duration {
 // the bearer, and as the cookie when the handle has one) and its route
 // (the platform proxy's address when set).
 func (c *Container) dialWS(ctx context.Context, service, path string, q url.Values, readBuffer int) (*websocket.Conn, error) {
-	base := c.ServiceURL(service)
-	if base == "" {
-		return nil, fmt.Errorf("deckhand: container %s: no address for its %s service yet (WaitRunning first)", c.ID(), service)
+	req, err := c.request(ctx, http.MethodGet, service, path, q, nil)
+	if err != nil {
+		return nil, err
 	}
-	u := "ws" + strings.TrimPrefix(base, "http") + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
+	u := "ws" + strings.TrimPrefix(req.URL.String(), "http")
 	h := http.Header{}
 	tok, err := c.agentToken(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package deckhand
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -34,8 +35,6 @@ type wireSnapshot struct {
 	ImageName   string    `json:"image_name"`
 	CreatedAt   time.Time `json:"created_at"`
 }
-
-func (w wireSnapshot) value() Snapshot { return Snapshot(w) }
 
 // Workspace is a workspace volume kept after its container was deleted.
 type Workspace struct {
@@ -99,7 +98,7 @@ func (cs Containers) Resume(ctx context.Context, id string) (ContainerInfo, erro
 func (cs Containers) Snapshot(ctx context.Context, id, name string) (Snapshot, error) {
 	var w wireSnapshot
 	err := cs.c.Call(ctx, http.MethodPost, containerPath(id, "snapshots"), nil, map[string]any{"name": name}, &w)
-	return w.value(), err
+	return Snapshot(w), err
 }
 
 // Snapshots lists container id's snapshots, oldest first.
@@ -112,7 +111,7 @@ func (cs Containers) Snapshots(ctx context.Context, id string) ([]Snapshot, erro
 	}
 	out := make([]Snapshot, len(list.Snapshots))
 	for i, w := range list.Snapshots {
-		out[i] = w.value()
+		out[i] = Snapshot(w)
 	}
 	return out, nil
 }
@@ -121,7 +120,7 @@ func (cs Containers) Snapshots(ctx context.Context, id string) ([]Snapshot, erro
 func (cs Containers) RenameSnapshot(ctx context.Context, id, sid, name string) (Snapshot, error) {
 	var w wireSnapshot
 	err := cs.c.Call(ctx, http.MethodPatch, containerPath(id, "snapshots", sid), nil, map[string]any{"name": name}, &w)
-	return w.value(), err
+	return Snapshot(w), err
 }
 
 // DeleteSnapshot removes snapshot sid of container id.
@@ -143,19 +142,12 @@ func (cs Containers) Fork(ctx context.Context, snapshotID string, o ForkOptions)
 	if snapshotID == "" || o.Name == "" {
 		return nil, errors.New("deckhand: Containers.Fork: snapshot id and ForkOptions.Name: required")
 	}
-	project := o.Project
-	if project == "" {
-		var err error
-		if project, err = cs.onlyProject(ctx); err != nil {
-			return nil, err
-		}
-	}
-	count := o.Count
-	if count == 0 {
-		count = 1
+	project, err := cs.project(ctx, o.Project)
+	if err != nil {
+		return nil, err
 	}
 	var ws []wireContainer
-	body := map[string]any{"project_id": project, "name": o.Name, "snapshot_id": snapshotID, "count": count}
+	body := map[string]any{"project_id": project, "name": o.Name, "snapshot_id": snapshotID, "count": cmp.Or(o.Count, 1)}
 	if err := cs.c.Call(ctx, http.MethodPost, "/api/v1/containers", nil, body, &ws); err != nil {
 		return nil, err
 	}
@@ -169,11 +161,9 @@ func (cs Containers) Fork(ctx context.Context, snapshotID string, o ForkOptions)
 // Workspaces lists project's kept workspaces (empty: the caller's only
 // project), oldest first.
 func (cs Containers) Workspaces(ctx context.Context, project string) ([]Workspace, error) {
-	if project == "" {
-		var err error
-		if project, err = cs.onlyProject(ctx); err != nil {
-			return nil, err
-		}
+	project, err := cs.project(ctx, project)
+	if err != nil {
+		return nil, err
 	}
 	var list struct {
 		Workspaces []wireWorkspace `json:"workspaces"`

@@ -29,10 +29,10 @@ type Terminal struct {
 	conn *websocket.Conn
 	wmu  sync.Mutex
 
-	buf      []byte
-	exitCode *int
-	readErr  error
-	closeCtx context.CancelFunc
+	buf       []byte
+	exitCode  *int
+	readErr   error
+	stopWatch func() bool // of ctx, which closes the terminal once cancelled
 }
 
 // Terminal opens a terminal session (Attach).
@@ -61,15 +61,8 @@ func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, e
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithCancel(context.Background())
-	t := &Terminal{conn: conn, closeCtx: cancel}
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = t.Close()
-		case <-cctx.Done():
-		}
-	}()
+	t := &Terminal{conn: conn}
+	t.stopWatch = context.AfterFunc(ctx, func() { _ = t.detach() })
 	return t, nil
 }
 
@@ -132,7 +125,12 @@ func (t *Terminal) ExitCode() *int { return t.exitCode }
 // Close detaches (the session goes on until its shell ends or it is
 // deleted).
 func (t *Terminal) Close() error {
-	t.closeCtx()
+	t.stopWatch()
+	return t.detach()
+}
+
+// detach sends the close frame and closes the connection.
+func (t *Terminal) detach() error {
 	t.wmu.Lock()
 	_ = t.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	t.wmu.Unlock()

@@ -2,6 +2,7 @@ package tunnelwire
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -49,10 +50,6 @@ func (d Dialer) Dial(ctx context.Context, rawURL string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := d.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
 	proxy := d.Proxy
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
@@ -64,7 +61,7 @@ func (d Dialer) Dial(ctx context.Context, rawURL string) (*Conn, error) {
 	}
 	var refused *HandshakeError
 	wd := ws.Dialer{
-		Timeout:   timeout,
+		Timeout:   cmp.Or(d.Timeout, 10*time.Second),
 		Header:    ws.HandshakeHeaderHTTP(d.Header),
 		TLSConfig: d.TLSConfig,
 		NetDial:   d.NetDial,

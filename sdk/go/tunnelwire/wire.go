@@ -27,6 +27,7 @@ package tunnelwire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -185,22 +186,11 @@ func (c *Conn) header(op ws.OpCode, n int) ws.Header {
 	return h
 }
 
-// encodeHeader writes h into a small array, for one writev with the payload.
+// encodeHeader writes h into a small buffer, for one writev with the payload.
 func encodeHeader(h ws.Header) []byte {
-	var b headerBuf
-	_ = ws.WriteHeader(&b, h)
-	return b.b[:b.n]
-}
-
-type headerBuf struct {
-	b [ws.MaxHeaderSize]byte
-	n int
-}
-
-func (h *headerBuf) Write(p []byte) (int, error) {
-	n := copy(h.b[h.n:], p)
-	h.n += n
-	return n, nil
+	b := bytes.NewBuffer(make([]byte, 0, ws.MaxHeaderSize))
+	_ = ws.WriteHeader(b, h)
+	return b.Bytes()
 }
 
 // writeFrame sends one frame; payload is masked in place on a client.
@@ -419,9 +409,15 @@ func (b *bridge) controlMessage(raw []byte) (done bool) {
 	if cw, ok := b.conn.(closeWriter); ok {
 		_ = cw.CloseWrite()
 	}
+	return b.halfClose(&b.gotEOF)
+}
+
+// halfClose marks one way's end of stream (eof: gotEOF or sentEOF) and
+// closes once both ways have ended, which it reports.
+func (b *bridge) halfClose(eof *bool) bool {
 	b.mu.Lock()
-	b.gotEOF = true
-	both := b.sentEOF
+	*eof = true
+	both := b.sentEOF && b.gotEOF
 	b.mu.Unlock()
 	if both {
 		b.closeAll(closeNormal, "")
@@ -439,12 +435,9 @@ func (b *bridge) payload(h ws.Header, buf []byte) (_ []byte, werr, err error) {
 	for left > 0 {
 		// What the frame reader already holds goes first, through user space.
 		if n := b.ws.rd.Buffered(); n > 0 || h.Masked || !canSplice(b.ws.raw, b.conn) || len(b.ws.src.rest) > 0 {
-			want := int64(len(buf))
-			if n > 0 && int64(n) < want {
-				want = int64(n)
-			}
-			if want > left {
-				want = left
+			want := min(int64(len(buf)), left)
+			if n > 0 {
+				want = min(want, int64(n))
 			}
 			k, rerr := b.ws.rd.Read(buf[:want])
 			if k > 0 {
@@ -570,13 +563,7 @@ func (b *bridge) endOfStream(err error) error {
 		if werr := b.ws.WriteMessage(ws.OpText, append([]byte(nil), closeWriteFrame...)); werr != nil {
 			return nil
 		}
-		b.mu.Lock()
-		b.sentEOF = true
-		done := b.gotEOF
-		b.mu.Unlock()
-		if done {
-			b.closeAll(closeNormal, "")
-		}
+		b.halfClose(&b.sentEOF)
 		return nil
 	}
 	select {

@@ -3,6 +3,7 @@ package harness
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,10 +35,7 @@ func DockerEngine() (*Engine, error) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		return nil, fmt.Errorf("no docker CLI: %w", err)
 	}
-	host := os.Getenv("DOCKER_HOST")
-	if host == "" {
-		host = "unix:///var/run/docker.sock"
-	}
+	host := cmp.Or(os.Getenv("DOCKER_HOST"), "unix:///var/run/docker.sock")
 	e := &Engine{Host: host}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -159,22 +157,6 @@ func (e *Engine) Purge(installation string) error {
 		return fmt.Errorf("purge installation %s: %s", installation, strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// Leftovers names what the engine still holds of installation.
-func (e *Engine) Leftovers(installation string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	f := "label=" + LabelInstallation + "=" + installation
-	var left []string
-	for _, list := range [][]string{{"ps", "-aq", "--filter", f}, {"volume", "ls", "-q", "--filter", f}} {
-		out, err := e.docker(ctx, nil, list...)
-		if err != nil {
-			return nil, fmt.Errorf("%v: %s", err, out)
-		}
-		left = append(left, strings.Fields(out)...)
-	}
-	return left, nil
 }
 
 // InstallationOf is the installation label of the engine container the
@@ -305,15 +287,7 @@ func (s *Sandboxes) installations() []string {
 	if err != nil {
 		return nil
 	}
-	seen := map[string]bool{}
-	var list []string
-	for _, f := range strings.Fields(out) {
-		if !seen[f] {
-			seen[f] = true
-			list = append(list, f)
-		}
-	}
-	return list
+	return strings.Fields(out) // Stop purges each once
 }
 
 func (c *Control) adminToken() (string, error) {

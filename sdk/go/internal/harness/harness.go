@@ -177,11 +177,6 @@ func StartControl(bin, data string, flags ...string) (*Control, error) {
 
 // call is one unsigned-checked JSON call of the harness's own setup.
 func call(method, u, token string, body any) (map[string]any, error) {
-	return callWith(method, u, token, body)
-}
-
-// callWith is call with extra headers (name, value pairs).
-func callWith(method, u, token string, body any, hdr ...string) (map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -194,9 +189,6 @@ func callWith(method, u, token string, body any, hdr ...string) (map[string]any,
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -228,17 +220,10 @@ func (c *Control) Login(email, pw string) (string, error) {
 // credits its wallet with credit (a decimal string, "" for none) and
 // answers its id.
 func (c *Control) User(email, credit string) (string, error) {
-	c.mu.Lock()
-	if c.admin == "" {
-		tok, err := c.Login(AdminEmail, AdminPass)
-		if err != nil {
-			c.mu.Unlock()
-			return "", err
-		}
-		c.admin = tok
+	admin, err := c.adminToken()
+	if err != nil {
+		return "", err
 	}
-	admin := c.admin
-	c.mu.Unlock()
 	d, err := call("POST", c.URL+"/api/v1/admin/users", admin, map[string]any{"email": email, "password": UserPass, "verified": true})
 	if err != nil {
 		return "", err
@@ -371,12 +356,6 @@ func freeBase(span int) int {
 			return base
 		}
 	}
-}
-
-// Env is the environment the TypeScript and Python tests read.
-func Env(control, gateway, email string) []string {
-	return []string{"DECKHAND_CONTROL_URL=" + control, "DECKHAND_GATEWAY_URL=" + gateway,
-		"DECKHAND_EMAIL=" + email, "DECKHAND_PASSWORD=" + UserPass}
 }
 
 // StartXvfb starts a virtual X server on a free display when Xvfb is
