@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -108,12 +107,9 @@ func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*
 	token := AgentTokenPrefix + rand.Text()
 	rec := agentTokenRec{ID: newID(), ContainerID: id, Hash: agentTokenHash(token), CreatedAt: s.now(), CreatedBy: caller.UserID}
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
+		c, err := findContainer(tx, id)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
 		}
 		if err := tx.Put(bucketAgentTokens, id+"/"+rec.ID, rec); err != nil {
 			return err
@@ -135,14 +131,11 @@ func (s *Service) ListAgentTokens(ctx context.Context, ref ContainerRef) (*Agent
 	id := ref.ID
 	out := &AgentTokenList{Tokens: []AgentToken{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
-			var r agentTokenRec
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
+		recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+		for _, r := range recs {
 			out.Tokens = append(out.Tokens, AgentToken{ID: r.ID, ContainerID: r.ContainerID, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy})
-			return nil
-		})
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("list the agent tokens", err)
@@ -245,18 +238,8 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 	if err != nil {
 		return err
 	}
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
-		}
-		return nil
-	})
-	if err != nil {
-		return fault.Wrap("check access", err)
+	if err := s.containerExists(ctx, id); err != nil {
+		return err
 	}
 	if caller.Kind != auth.KindAgent {
 		return errAgentRoute
@@ -286,13 +269,15 @@ func (s *Service) adminOr(ctx context.Context, param func(string) string, need l
 		if err := validID("id", param("id")); err != nil {
 			return err
 		}
-		return fault.Wrap("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
-			c, err := getContainer(tx, param("id"))
-			if err == nil && c == nil {
-				err = fault.NotFound("container", param("id"))
-			}
-			return err
-		}))
+		return s.containerExists(ctx, param("id"))
 	}
 	return s.checkContainer(need)(ctx, param)
+}
+
+// containerExists is an access check's 404 when no container has id.
+func (s *Service) containerExists(ctx context.Context, id string) error {
+	return fault.Wrap("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		_, err := findContainer(tx, id)
+		return err
+	}))
 }

@@ -99,12 +99,9 @@ func callerLevels(tx *store.Tx, ps []*Project, userID string) ([]level, error) {
 // projectAt is project id for userID, who needs at least need: 404
 // unknown, 403 not enough.
 func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, error) {
-	p, err := getProject(tx, id)
+	p, err := findProject(tx, id)
 	if err != nil {
 		return nil, roleNone, err
-	}
-	if p == nil {
-		return nil, roleNone, fault.NotFound("project", id)
 	}
 	lv, err := callerLevel(tx, p, userID)
 	if err == nil && lv < need {
@@ -116,13 +113,7 @@ func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, er
 // checkProject admits callers with at least need on the project of path
 // parameter id: 400 malformed id, 404 unknown, 403 not enough.
 func (s *Service) checkProject(need level) platform.Check {
-	return s.check(need, errNoProjectAccess, func(tx *store.Tx, id string) (*Project, error) {
-		p, err := getProject(tx, id)
-		if err == nil && p == nil {
-			err = fault.NotFound("project", id)
-		}
-		return p, err
-	})
+	return s.check(need, errNoProjectAccess, findProject)
 }
 
 // checkContainer admits callers with at least need on the project of the
@@ -146,12 +137,9 @@ func (s *Service) checkContainer(need level) platform.Check {
 
 func (s *Service) checkContainerPeople(need level) platform.Check {
 	return s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
-		c, err := getContainer(tx, id)
+		c, err := findContainer(tx, id)
 		if err != nil {
 			return nil, err
-		}
-		if c == nil {
-			return nil, fault.NotFound("container", id)
 		}
 		p, err := getProject(tx, c.ProjectID)
 		if err == nil && p == nil {

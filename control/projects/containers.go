@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
@@ -112,30 +111,6 @@ func (in *AdminContainerInput) Validate() error {
 	return nil
 }
 
-func getContainer(tx *store.Tx, id string) (*Container, error) {
-	var c Container
-	ok, err := tx.Get(bucketContainers, id, &c)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// projectContainers is project id's containers oldest first, at most
-// limit (0: every one).
-func projectContainers(tx *store.Tx, id string, limit int) ([]*Container, error) {
-	pg, err := store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
-		Sort: []string{"created_at"}, Limit: limit, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Container, len(pg.Items))
-	for i := range pg.Items {
-		out[i] = &pg.Items[i]
-	}
-	return out, nil
-}
-
 // AdminCreateContainer registers a container (admins only).
 func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInput) (*Container, error) {
 	if _, err := platform.AdminCaller(ctx); err != nil {
@@ -210,23 +185,11 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 
 // GetContainer is one container (the route's policy admitted the caller).
 func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Container, error) {
-	id := ref.ID
-	var out *Container
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
-		}
-		out = c
-		return nil
-	})
+	c, err := s.current(ctx, ref.ID)
 	if err != nil {
-		return nil, fault.Wrap("read the container", err)
+		return nil, err
 	}
-	return s.decorate(out), nil
+	return s.decorate(c), nil
 }
 
 // ProjectStats counts project id's containers, people and configuration.
@@ -235,10 +198,7 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 	st := &Stats{ProjectID: id}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		*st = Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
-		if p, err := getProject(tx, id); err != nil || p == nil {
-			if err == nil {
-				err = fault.NotFound("project", id)
-			}
+		if _, err := findProject(tx, id); err != nil {
 			return err
 		}
 		if tx.GetRaw(bucketDocs, projectDocKey(id)) != nil {
@@ -273,15 +233,12 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 				st.ProxyDocuments++
 			}
 		}
-		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
-			var p Permission
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return err
-			}
+		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		for _, p := range perms {
 			st.Members++
 			st.ByRole[p.Role]++
-			return nil
-		})
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("count the project", err)

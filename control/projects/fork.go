@@ -103,7 +103,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		if in.SnapshotID == "" {
 			return nil
 		}
-		sn, err := getSnapshot(tx, in.SnapshotID)
+		sn, err := get[Snapshot](tx, bucketSnapshots, in.SnapshotID)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 			return err
 		}
 		if snap != nil {
-			if sn, err := getSnapshot(tx, snap.ID); err != nil || sn == nil {
+			if sn, err := get[Snapshot](tx, bucketSnapshots, snap.ID); err != nil || sn == nil {
 				if err == nil {
 					err = errNoSnapshot(snap.ID)
 				}

@@ -2,13 +2,13 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -310,7 +310,7 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 		if err != nil || c == nil {
 			return err
 		}
-		if len(from) > 0 && !contains(from, c.Status) {
+		if len(from) > 0 && !slices.Contains(from, c.Status) {
 			return nil
 		}
 		if mutate != nil {
@@ -324,15 +324,6 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 	}
 	s.lc.signals.fire(id)
 	return out, nil
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // CreateContainer makes a container in a project the caller owns or
@@ -440,15 +431,8 @@ func engineErr(op string, err error) error {
 // dropAgentTokens deletes every agent token of container id (in tx); the
 // keys are gathered first, as deleting under a scan may skip entries.
 func dropAgentTokens(tx *store.Tx, id string) error {
-	var recs []agentTokenRec
-	if err := tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
-		var r agentTokenRec
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
+	recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+	if err != nil {
 		return err
 	}
 	for _, r := range recs {

@@ -366,13 +366,16 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 // answer, and records running or failed.
 func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
 	addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false)
-	var c *Container
-	var err error
 	if reason != "" {
-		c, err = s.move(ctx, id, nil, StatusFailed, reason, nil)
-	} else {
-		c, err = s.move(ctx, id, nil, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
+		return s.moveTo(ctx, id, StatusFailed, reason, nil)
 	}
+	return s.moveTo(ctx, id, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
+}
+
+// moveTo moves container id to status whatever its status, and answers
+// it as written (404 when it is gone).
+func (s *Service) moveTo(ctx context.Context, id, status, reason string, mutate func(*Container)) (*Container, error) {
+	c, err := s.move(ctx, id, nil, status, reason, mutate)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +383,15 @@ func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
 		return nil, fault.NotFound("container", id)
 	}
 	return s.decorate(c), nil
+}
+
+// engineFailed answers the error of engine action op on container id: a
+// container whose engine object is gone is failed, with the reason.
+func (s *Service) engineFailed(ctx context.Context, id, op string, err error) (*Container, error) {
+	if errors.Is(err, runtime.ErrNotFound) {
+		return s.moveTo(ctx, id, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
+	}
+	return nil, engineErr(op, err)
 }
 
 // StopContainer stops a container (its agent gets 10 s to stop); a
@@ -394,22 +406,10 @@ func (s *Service) StopContainer(ctx context.Context, in ContainerAction) (*Conta
 	if c.Status == StatusDeleting {
 		return nil, errDeleting(id)
 	}
-	if err := drv.Stop(ctx, id, stopGrace); errors.Is(err, runtime.ErrNotFound) {
-		c, err = s.move(ctx, id, nil, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
-		if err != nil {
-			return nil, err
-		}
-		return s.decorate(c), nil
-	} else if err != nil {
-		return nil, engineErr("stop the container", err)
+	if err := drv.Stop(ctx, id, stopGrace); err != nil {
+		return s.engineFailed(ctx, id, "stop the container", err)
 	}
-	if c, err = s.move(ctx, id, nil, StatusStopped, "", func(c *Container) { c.AgentAddr = "" }); err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, fault.NotFound("container", id)
-	}
-	return s.decorate(c), nil
+	return s.moveTo(ctx, id, StatusStopped, "", func(c *Container) { c.AgentAddr = "" })
 }
 
 const stopGrace = 10 * time.Second
@@ -593,12 +593,9 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 	var out *Container
 	var recreateNow bool
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
+		c, err := findContainer(tx, id)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
 		}
 		if c.Status == StatusDeleting {
 			return errDeleting(id)

@@ -146,7 +146,7 @@ func (r *networkRec) remote(now time.Time) *RemoteStatus {
 	*rs = RemoteStatus{IsRunning: rep.IsRunning, LastCheck: rep.LastCheck, Reported: true, ReportedAt: r.ReportedAt,
 		Enforceable: &en, Reason: rep.Reason, AppliedVersion: rep.Version, InSync: rep.Version == r.Version,
 		ProxyReachable: rep.ProxyReachable, Error: rep.Error, Allowed: rep.Allowed, Denied: rep.Denied, Dropped: rep.Dropped,
-		RecentDecisions: nonNilDecisions(rep.Recent)}
+		RecentDecisions: nonNil(rep.Recent)}
 	if r.ReportedAt != nil && now.Sub(*r.ReportedAt) > reportStale {
 		rs.IsRunning = false
 		rs.Error = "no report from the container's agent since " + r.ReportedAt.UTC().Format(time.RFC3339)
@@ -154,18 +154,11 @@ func (r *networkRec) remote(now time.Time) *RemoteStatus {
 	return rs
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
-}
-
-func nonNilDecisions(d []netconf.Decision) []netconf.Decision {
-	if d == nil {
-		return []netconf.Decision{}
-	}
-	return d
 }
 
 // NetworkEffectivePath is the route the agent polls.
@@ -297,19 +290,20 @@ func splitProxy(typ, raw string) (string, *url.Userinfo, error) {
 	return ep, user, nil
 }
 
+// netOf is container id's network configuration, 404 when none is
+// stored.
+func netOf(tx *store.Tx, id string) (*networkRec, error) {
+	r, err := get[networkRec](tx, bucketNetwork, id)
+	if err == nil && r == nil {
+		err = fault.NotFound("network configuration of container", id)
+	}
+	return r, err
+}
+
 // credentials are what bucketNetCreds holds, sealed.
 type credentials struct {
 	Username string `json:"username"`
 	Password string `json:"password,omitempty"`
-}
-
-func (s *Service) netForContainer(tx *store.Tx, id string) (*networkRec, error) {
-	var r networkRec
-	ok, err := tx.Get(bucketNetwork, id, &r)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &r, nil
 }
 
 // GetNetwork is container id's network configuration (404 when none).
@@ -317,12 +311,9 @@ func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, e
 	id := ref.ID
 	var out *Network
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := netOf(tx, id)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
 		}
 		out = r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now())
 		return nil
@@ -357,13 +348,10 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 	now := s.now()
 	var out *Network
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if c, err := getContainer(tx, id); err != nil || c == nil {
-			if err == nil {
-				err = fault.NotFound("container", id)
-			}
+		if _, err := findContainer(tx, id); err != nil {
 			return err
 		}
-		old, err := s.netForContainer(tx, id)
+		old, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
 			return err
 		}
@@ -423,7 +411,7 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 	now := s.now()
 	var out NetworkState
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
 			return err
 		}
@@ -452,12 +440,9 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 func (s *Service) DeleteNetwork(ctx context.Context, ref ContainerRef) error {
 	id := ref.ID
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := netOf(tx, id)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
 		}
 		if err := tx.Put(bucketNetVersion, id, r.Version); err != nil {
 			return err
@@ -481,15 +466,24 @@ func (s *Service) ProxyCredentials(ctx context.Context, id string) (username, pa
 	if err != nil || len(sealed) == 0 {
 		return "", "", false, err
 	}
-	plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+	c, err := s.openCredentials(id, sealed)
 	if err != nil {
 		return "", "", false, err
 	}
-	var c credentials
-	if err := json.Unmarshal(plain, &c); err != nil {
-		return "", "", false, err
-	}
 	return c.Username, c.Password, true, nil
+}
+
+// openCredentials opens container id's sealed proxy credentials.
+func (s *Service) openCredentials(id string, sealed []byte) (credentials, error) {
+	var c credentials
+	plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+	if err != nil {
+		return c, fault.Internal("open the proxy credentials", err)
+	}
+	if err := json.Unmarshal(plain, &c); err != nil {
+		return c, fault.Internal("read the proxy credentials", err)
+	}
+	return c, nil
 }
 
 // agentPolicy admits only the container's own agent token (agt_) to the
@@ -506,12 +500,9 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 	var rec *networkRec
 	var sealed []byte
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := netOf(tx, id)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
 		}
 		rec = r
 		sealed = append([]byte(nil), tx.GetRaw(bucketNetCreds, id)...)
@@ -523,13 +514,9 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 	d := &netconf.Document{Container: id, Type: rec.Type, Proxy: rec.Proxy, DNSServers: rec.DNSServers, Running: rec.Status == netRunning,
 		Allow: rec.Allow, Deny: rec.Deny, Version: rec.Version, ConfiguredAt: rec.ConfiguredAt}
 	if len(sealed) > 0 && rec.Proxy != "" {
-		plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+		c, err := s.openCredentials(id, sealed)
 		if err != nil {
-			return nil, fault.Internal("open the proxy credentials", err)
-		}
-		var c credentials
-		if err := json.Unmarshal(plain, &c); err != nil {
-			return nil, fault.Internal("read the proxy credentials", err)
+			return nil, err
 		}
 		u, err := url.Parse(rec.Proxy)
 		if err != nil {
@@ -611,12 +598,9 @@ func (s *Service) ReportNetwork(ctx context.Context, req NetworkReportInput) err
 	}
 	now := s.now()
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := netOf(tx, id)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
 		}
 		rep := in.Status
 		r.Report, r.ReportedAt = &rep, &now

@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"time"
 
@@ -23,8 +22,6 @@ type Permission struct {
 }
 
 const roleRule = "must be viewer, operator or manager"
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 // GrantInput is the body of POST /api/v1/projects/{id}/permissions.
 type GrantInput struct {
@@ -86,14 +83,9 @@ func (s *Service) ListPermissions(ctx context.Context, ref ProjectRef) ([]Permis
 	id := ref.ID
 	out := []Permission{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
-			var p Permission
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return err
-			}
-			out = append(out, p)
-			return nil
-		})
+		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		out = append(out, perms...)
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("list permissions", err)
@@ -127,12 +119,9 @@ func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, err
 	now := s.now()
 	perm := &Permission{ID: newID(), ProjectID: id, UserID: in.UserID, Role: in.Role, CreatedAt: now, UpdatedAt: now}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, id)
+		p, err := findProject(tx, id)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return fault.NotFound("project", id)
 		}
 		if p.OwnerID == in.UserID {
 			return fault.Invalid("user_id", "names the project's owner, who holds every right already")

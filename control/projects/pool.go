@@ -105,12 +105,7 @@ type poolState struct {
 }
 
 func imageMembers(tx *store.Tx, image string) ([]poolMember, error) {
-	pg, err := store.PageOf[poolMember](tx, poolTable, store.Query{Filters: []store.Filter{store.Where("image_id", store.Eq, image)},
-		Sort: []string{"created_at"}, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	return pg.Items, nil
+	return where[poolMember](tx, poolTable, "image_id", image, 0)
 }
 
 // poolCapable says whether this control plane's runtime can keep a warm

@@ -136,15 +136,6 @@ func checkDescription(s string) error {
 	return nil
 }
 
-func getProject(tx *store.Tx, id string) (*Project, error) {
-	var p Project
-	ok, err := tx.Get(bucketProjects, id, &p)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &p, nil
-}
-
 func (s *Service) now() time.Time { return s.env.Clock.Now().UTC() }
 
 func (s *Service) event(tx *store.Tx, ctx context.Context, ev events.Event) error {
@@ -404,12 +395,9 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 		return err
 	}
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, id)
+		p, err := findProject(tx, id)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return fault.NotFound("project", id)
 		}
 		if p.OwnerID != c.UserID {
 			return errNoProjectAccess
@@ -423,15 +411,8 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 		if err := projectHasWorkspaces(tx, id); err != nil {
 			return err
 		}
-		var perms []Permission
-		if err := tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
-			var pm Permission
-			if err := jsonUnmarshal(raw, &pm); err != nil {
-				return err
-			}
-			perms = append(perms, pm)
-			return nil
-		}); err != nil {
+		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		if err != nil {
 			return err
 		}
 		for _, pm := range perms {

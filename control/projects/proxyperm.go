@@ -35,21 +35,12 @@ func (sc docScope) key(id string) string {
 // owner resolves the document's project and container fields for path id.
 func (sc docScope) owner(tx *store.Tx, id string) (project, container string, err error) {
 	if sc.project {
-		p, err := getProject(tx, id)
-		if err != nil {
-			return "", "", err
-		}
-		if p == nil {
-			return "", "", fault.NotFound("project", id)
-		}
-		return id, "*", nil
+		_, err := findProject(tx, id)
+		return id, "*", err
 	}
-	c, err := getContainer(tx, id)
+	c, err := findContainer(tx, id)
 	if err != nil {
 		return "", "", err
-	}
-	if c == nil {
-		return "", "", fault.NotFound("container", id)
 	}
 	return c.ProjectID, id, nil
 }

@@ -39,12 +39,9 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 			out = d
 			return err
 		}
-		c, err := getContainer(tx, id)
+		c, err := findContainer(tx, id)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
 		}
 		if out, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
 			return err

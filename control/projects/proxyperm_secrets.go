@@ -106,12 +106,11 @@ func (e errSealedDoc) Unwrap() error { return e.err }
 // readDoc is the stored document under key, its secrets opened (nil when
 // none).
 func (s *Service) readDoc(tx *store.Tx, key string) (*proxyperm.Document, error) {
-	var sd storedDoc
-	ok, err := tx.Get(bucketDocs, key, &sd)
-	if err != nil || !ok {
+	sd, err := get[storedDoc](tx, bucketDocs, key)
+	if err != nil || sd == nil {
 		return nil, err
 	}
-	d, err := s.open(key, &sd)
+	d, err := s.open(key, sd)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +151,8 @@ func (s *Service) sealLegacy(ctx context.Context) error {
 	}
 	for _, key := range legacy {
 		err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-			var sd storedDoc
-			ok, err := tx.Get(bucketDocs, key, &sd)
-			if err != nil || !ok || sd.Sealed != 0 {
+			sd, err := get[storedDoc](tx, bucketDocs, key)
+			if err != nil || sd == nil || sd.Sealed != 0 {
 				return err
 			}
 			return s.putDoc(tx, key, &sd.Document)

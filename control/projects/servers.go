@@ -250,12 +250,9 @@ func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Contain
 	}
 	var out *Container
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		cur, err := getContainer(tx, c.ID)
+		cur, err := findContainer(tx, c.ID)
 		if err != nil {
 			return err
-		}
-		if cur == nil {
-			return fault.NotFound("container", c.ID)
 		}
 		cur.ServerID, cur.AgentAddr, cur.Recreate, cur.UpdatedAt = to, "", false, s.now()
 		if err := tx.Put(bucketContainers, cur.ID, cur); err != nil {

@@ -52,24 +52,6 @@ var snapshotTable = store.Declare(bucketSnapshots, []store.Field[Snapshot]{
 }, store.Index{Fields: []string{"container_id", "created_at"}, Sort: true},
 	store.Index{Fields: []string{"project_id", "created_at"}, Sort: true})
 
-func getSnapshot(tx *store.Tx, id string) (*Snapshot, error) {
-	var sn Snapshot
-	ok, err := tx.Get(bucketSnapshots, id, &sn)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &sn, nil
-}
-
-func snapshotsWhere(tx *store.Tx, field, value string) ([]Snapshot, error) {
-	pg, err := store.PageOf[Snapshot](tx, snapshotTable, store.Query{Filters: []store.Filter{store.Where(field, store.Eq, value)},
-		Sort: []string{"created_at"}, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	return pg.Items, nil
-}
-
 // SnapshotCreate is POST /api/v1/containers/{id}/snapshots.
 type SnapshotCreate struct {
 	ContainerRef
@@ -150,7 +132,7 @@ func (s *Service) quotaErr(n int) error {
 // snapshotAllowed checks the quota and the name in tx.
 func (s *Service) snapshotAllowed(tx *store.Tx, c *Container, name string) error {
 	if max := s.lc.rt.MaxSnapshots; max > 0 {
-		all, err := snapshotsWhere(tx, "project_id", c.ProjectID)
+		all, err := where[Snapshot](tx, snapshotTable, "project_id", c.ProjectID, 0)
 		if err != nil {
 			return err
 		}
@@ -162,7 +144,7 @@ func (s *Service) snapshotAllowed(tx *store.Tx, c *Container, name string) error
 }
 
 func (s *Service) snapshotNameFree(tx *store.Tx, container, except, name string) error {
-	mine, err := snapshotsWhere(tx, "container_id", container)
+	mine, err := where[Snapshot](tx, snapshotTable, "container_id", container, 0)
 	if err != nil {
 		return err
 	}
@@ -232,14 +214,10 @@ func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snaps
 func (s *Service) ListSnapshots(ctx context.Context, in ContainerRef) (*SnapshotList, error) {
 	out := &SnapshotList{Snapshots: []Snapshot{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, in.ID)
-		if err != nil {
+		if _, err := findContainer(tx, in.ID); err != nil {
 			return err
 		}
-		if c == nil {
-			return fault.NotFound("container", in.ID)
-		}
-		list, err := snapshotsWhere(tx, "container_id", in.ID)
+		list, err := where[Snapshot](tx, snapshotTable, "container_id", in.ID, 0)
 		if list != nil {
 			out.Snapshots = list
 		}
@@ -254,7 +232,7 @@ func (s *Service) ListSnapshots(ctx context.Context, in ContainerRef) (*Snapshot
 // snapshotOf is snapshot sid of container id (404 naming sid when the
 // container has none of that id).
 func snapshotOf(tx *store.Tx, id, sid string) (*Snapshot, error) {
-	sn, err := getSnapshot(tx, sid)
+	sn, err := get[Snapshot](tx, bucketSnapshots, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +317,7 @@ func (s *Service) releaseSnapshots(ctx context.Context, drv runtime.Driver, proj
 			}
 		}
 		for _, id := range ids {
-			sn, err := getSnapshot(tx, id)
+			sn, err := get[Snapshot](tx, bucketSnapshots, id)
 			if err != nil {
 				return err
 			}
@@ -365,7 +343,7 @@ func (s *Service) releaseSnapshots(ctx context.Context, drv runtime.Driver, proj
 func (s *Service) heldSnapshots(ctx context.Context, c *Container) []string {
 	ids := []string{c.SnapshotID}
 	_ = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		list, err := snapshotsWhere(tx, "container_id", c.ID)
+		list, err := where[Snapshot](tx, snapshotTable, "container_id", c.ID, 0)
 		for _, sn := range list {
 			ids = append(ids, sn.ID)
 		}
@@ -444,7 +422,7 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 
 // dropSnapshotRecords deletes container id's snapshot records (in tx).
 func dropSnapshotRecords(tx *store.Tx, id string) error {
-	list, err := snapshotsWhere(tx, "container_id", id)
+	list, err := where[Snapshot](tx, snapshotTable, "container_id", id, 0)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -106,15 +105,7 @@ type SSHKeyList struct {
 }
 
 func containerSSHKeys(tx *store.Tx, id string) ([]sshKeyRec, error) {
-	var out []sshKeyRec
-	err := tx.ForEachPrefix(bucketSSHKeys, id+"/", func(_ string, raw []byte) error {
-		var r sshKeyRec
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	})
+	out, err := under[sshKeyRec](tx, bucketSSHKeys, id+"/")
 	slices.SortFunc(out, func(a, b sshKeyRec) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
@@ -137,12 +128,9 @@ func (s *Service) AddSSHKey(ctx context.Context, req SSHKeyCreate) (*SSHKey, err
 	}
 	rec := sshKeyRec{ID: newID(), ContainerID: id, Name: in.Name, PublicKey: line, Fingerprint: fp, CreatedAt: s.now(), CreatedBy: caller.UserID}
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
+		c, err := findContainer(tx, id)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
 		}
 		have, err := containerSSHKeys(tx, id)
 		if err != nil {
