@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -97,11 +98,9 @@ func (in *AdminContainerInput) Validate() error {
 	if err := validID("project_id", in.ProjectID); err != nil {
 		return err
 	}
-	n, err := cleanName("name", in.Name)
-	if err != nil {
+	if err := cleanName("name", &in.Name); err != nil {
 		return err
 	}
-	in.Name = n
 	if in.ServerID != "" && !serverIDRe.MatchString(in.ServerID) {
 		return fault.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
 	}
@@ -179,8 +178,7 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	for i := range pg.Items {
 		pg.Items[i] = *s.decorate(&pg.Items[i])
 	}
-	return &ContainerList{Containers: pg.Items, Pagination: Pagination{Total: pg.Total, Page: page, Limit: limit,
-		TotalPages: (pg.Total + limit - 1) / limit}}, nil
+	return &ContainerList{Containers: pg.Items, Pagination: domain.Paginate(pg.Total, page, limit)}, nil
 }
 
 // GetContainer is one container (the route's policy admitted the caller).

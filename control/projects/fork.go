@@ -45,7 +45,8 @@ func (in *ContainerCreate) validateFork() error {
 			return fault.Invalid("workspace_id", "a workspace is mounted by one container: not with count above 1")
 		}
 		for i := 1; i <= n; i++ {
-			if _, err := cleanName("name", fmt.Sprintf("%s-%d", in.Name, i)); err != nil {
+			name := fmt.Sprintf("%s-%d", in.Name, i)
+			if err := cleanName("name", &name); err != nil {
 				return fault.Invalid("name", "with count %d, %s-%d must be 1-%d characters", n, in.Name, n, maxName)
 			}
 		}

@@ -145,11 +145,9 @@ func (in *ContainerCreate) Validate() error {
 	if err := validID("project_id", in.ProjectID); err != nil {
 		return err
 	}
-	n, err := cleanName("name", in.Name)
-	if err != nil {
+	if err := cleanName("name", &in.Name); err != nil {
 		return err
 	}
-	in.Name = n
 	if err := in.validateFork(); err != nil {
 		return err
 	}

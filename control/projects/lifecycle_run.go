@@ -565,11 +565,9 @@ type ContainerChanges struct {
 // Validate checks each field given.
 func (in *ContainerChanges) Validate() error {
 	if in.Name != nil {
-		n, err := cleanName("name", *in.Name)
-		if err != nil {
+		if err := cleanName("name", in.Name); err != nil {
 			return err
 		}
-		in.Name = &n
 	}
 	if in.Name == nil && in.Resources == nil && in.Autostart == nil && in.IdleTimeoutSeconds == nil && in.IdleAction == nil {
 		return fault.Invalid("body", "give name, resources, autostart, idle_timeout_seconds or idle_action")

@@ -34,7 +34,7 @@ func (s *Service) PauseContainer(ctx context.Context, in ContainerAction) (*Cont
 		return nil, notRunning(id, c.Status, "running", "pause")
 	}
 	if !drv.Capabilities().Pause {
-		return nil, errNoPause(drv)
+		return nil, errRuntime(drv, "cannot pause containers")
 	}
 	if err := drv.Pause(ctx, id); err != nil {
 		return s.engineFailed(ctx, id, "pause the container", err)
@@ -69,9 +69,9 @@ func notRunning(id, status, want, action string) error {
 		Message: fmt.Sprintf("container %s is %s: only a %s container can %s", id, status, want, action)}
 }
 
-func errNoPause(drv runtime.Driver) error {
-	return &fault.Error{Code: fault.CodeConflict, Details: "runtime",
-		Message: "the " + drv.Capabilities().Name + " runtime cannot pause containers"}
+// errRuntime answers an action drv's runtime cannot take.
+func errRuntime(drv runtime.Driver, cannot string) error {
+	return &fault.Error{Code: fault.CodeConflict, Details: "runtime", Message: "the " + drv.Capabilities().Name + " runtime " + cannot}
 }
 
 // stateRoutes are the routes of pause, resume, snapshots and workspaces.

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -32,12 +33,7 @@ type ProjectView struct {
 }
 
 // Pagination is data.pagination of a list.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
 // ProjectList is the answer of GET /api/v1/projects.
 type ProjectList struct {
@@ -60,11 +56,9 @@ type ProjectInput struct {
 
 // Validate checks name and description.
 func (in *ProjectInput) Validate() error {
-	n, err := cleanName("name", in.Name)
-	if err != nil {
+	if err := cleanName("name", &in.Name); err != nil {
 		return err
 	}
-	in.Name = n
 	return checkDescription(in.Description)
 }
 
@@ -80,11 +74,9 @@ func (in *ProjectPatch) Validate() error {
 		return fault.Invalid("body", "give name, description or both")
 	}
 	if in.Name != nil {
-		n, err := cleanName("name", *in.Name)
-		if err != nil {
+		if err := cleanName("name", in.Name); err != nil {
 			return err
 		}
-		in.Name = &n
 	}
 	if in.Description != nil {
 		return checkDescription(*in.Description)
@@ -103,30 +95,24 @@ func (in *AdminProjectInput) Validate() error {
 	if in.OwnerID == "" {
 		return fault.Invalid("owner_id", "is required")
 	}
-	n, err := cleanName("name", in.Name)
-	if err != nil {
-		return err
-	}
-	in.Name = n
-	return nil
+	return cleanName("name", &in.Name)
 }
 
-// cleanName trims and checks a display name: 1-100 characters, no control
-// characters.
-func cleanName(field, s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", fault.Invalid(field, "is required")
+// cleanName trims the display name *s in place and checks it: 1-100
+// characters, no control characters.
+func cleanName(field string, s *string) error {
+	t := strings.TrimSpace(*s)
+	if t == "" {
+		return fault.Invalid(field, "is required")
 	}
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxName {
-		return "", fault.Invalid(field, "must be 1-%d characters", maxName)
+	if !utf8.ValidString(t) || utf8.RuneCountInString(t) > maxName {
+		return fault.Invalid(field, "must be 1-%d characters", maxName)
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return "", fault.Invalid(field, "must not contain control characters")
-		}
+	if strings.ContainsFunc(t, unicode.IsControl) {
+		return fault.Invalid(field, "must not contain control characters")
 	}
-	return s, nil
+	*s = t
+	return nil
 }
 
 func checkDescription(s string) error {
@@ -271,7 +257,7 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 		for i, p := range ps {
 			out.Projects = append(out.Projects, ProjectView{Project: *p, Role: roleName(levels[i])})
 		}
-		out.Pagination = Pagination{Total: pg.Total, Page: page, Limit: limit, TotalPages: (pg.Total + limit - 1) / limit}
+		out.Pagination = domain.Paginate(pg.Total, page, limit)
 		return nil
 	})
 	if err != nil {

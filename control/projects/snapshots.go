@@ -65,9 +65,7 @@ type SnapshotName struct {
 
 // Validate checks the name.
 func (in *SnapshotCreate) Validate() error {
-	n, err := cleanName("name", in.Body.Name)
-	in.Body.Name = n
-	return err
+	return cleanName("name", &in.Body.Name)
 }
 
 // SnapshotRef names a snapshot of a container.
@@ -90,9 +88,7 @@ func (in *SnapshotRename) Validate() error {
 	if err := in.SnapshotRef.Validate(); err != nil {
 		return err
 	}
-	n, err := cleanName("name", in.Body.Name)
-	in.Body.Name = n
-	return err
+	return cleanName("name", &in.Body.Name)
 }
 
 // SnapshotList is GET /api/v1/containers/{id}/snapshots.
@@ -107,19 +103,6 @@ func (s *Service) snapshotEvent(tx *store.Tx, ctx context.Context, kind string, 
 	payload["snapshot_id"], payload["name"] = sn.ID, sn.Name
 	return s.event(tx, ctx, events.Event{EventType: kind, ResourceType: events.ResContainer, ResourceID: sn.ContainerID,
 		ProjectID: sn.ProjectID, ContainerID: sn.ContainerID, Payload: events.Payload(payload)})
-}
-
-// snapshotEngine is the driver for a snapshot of container c, or why not.
-func (s *Service) snapshotEngine(c *Container) (runtime.Driver, error) {
-	drv, err := s.engineFor(c)
-	if err != nil {
-		return nil, err
-	}
-	if !drv.Capabilities().Snapshots {
-		return nil, &fault.Error{Code: fault.CodeConflict, Details: "runtime",
-			Message: "the " + drv.Capabilities().Name + " runtime takes no snapshots"}
-	}
-	return drv, nil
 }
 
 // quotaErr answers a project at its snapshot quota.
@@ -162,14 +145,13 @@ func (s *Service) snapshotNameFree(tx *store.Tx, container, except, name string)
 // on as it was (running, paused or stopped).
 func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snapshot, error) {
 	id := in.ID
-	c, _, unlock, err := s.locked(ctx, id)
+	c, drv, unlock, err := s.locked(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	drv, err := s.snapshotEngine(c)
-	if err != nil {
-		return nil, err
+	if !drv.Capabilities().Snapshots {
+		return nil, errRuntime(drv, "takes no snapshots")
 	}
 	switch c.Status {
 	case StatusRunning, StatusPaused, StatusStopped:
@@ -358,14 +340,13 @@ func (s *Service) heldSnapshots(ctx context.Context, c *Container) []string {
 // answers in creating; the container is running once its agent answers.
 func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Container, error) {
 	id := in.ID
-	c, _, unlock, err := s.locked(ctx, id)
+	c, drv, unlock, err := s.locked(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	drv, err := s.snapshotEngine(c)
-	if err != nil {
-		return nil, err
+	if !drv.Capabilities().Snapshots {
+		return nil, errRuntime(drv, "takes no snapshots")
 	}
 	if c.Status == StatusDeleting || c.Status == StatusCreating {
 		return nil, &fault.Error{Code: fault.CodeConflict, Details: "status",
