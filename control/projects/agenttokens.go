@@ -250,28 +250,19 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 	return nil
 }
 
-// checkManage admits an admin, or a manager or the owner of the project of
-// the container of path id.
-func (s *Service) checkManage(ctx context.Context, param func(string) string) error {
-	return s.checkAdminOr(roleManager)(ctx, param)
-}
-
 // checkAdminOr admits an admin, or a caller with at least need on the
-// project of the container of path id.
+// project of the container of path id (container.manage: need manager).
 func (s *Service) checkAdminOr(need level) platform.Check {
+	people := s.checkContainer(need)
 	return func(ctx context.Context, param func(string) string) error {
-		return s.adminOr(ctx, param, need)
-	}
-}
-
-func (s *Service) adminOr(ctx context.Context, param func(string) string, need level) error {
-	if p, ok := auth.FromContext(ctx); ok && p.IsAdmin() {
-		if err := validID("id", param("id")); err != nil {
-			return err
+		if p, ok := auth.FromContext(ctx); ok && p.IsAdmin() {
+			if err := validID("id", param("id")); err != nil {
+				return err
+			}
+			return s.containerExists(ctx, param("id"))
 		}
-		return s.containerExists(ctx, param("id"))
+		return people(ctx, param)
 	}
-	return s.checkContainer(need)(ctx, param)
 }
 
 // containerExists is an access check's 404 when no container has id.

@@ -123,20 +123,7 @@ func (s *Service) checkProject(need level) platform.Check {
 // container, nothing else: the host lets it reach only routes that take
 // agents.
 func (s *Service) checkContainer(need level) platform.Check {
-	people := s.checkContainerPeople(need)
-	return func(ctx context.Context, param func(string) string) error {
-		if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
-			if need > roleViewer {
-				return errNoContainerAccess
-			}
-			return s.checkAgent(ctx, param)
-		}
-		return people(ctx, param)
-	}
-}
-
-func (s *Service) checkContainerPeople(need level) platform.Check {
-	return s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
+	people := s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
 		c, err := findContainer(tx, id)
 		if err != nil {
 			return nil, err
@@ -147,6 +134,15 @@ func (s *Service) checkContainerPeople(need level) platform.Check {
 		}
 		return p, err
 	})
+	return func(ctx context.Context, param func(string) string) error {
+		if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
+			if need > roleViewer {
+				return errNoContainerAccess
+			}
+			return s.checkAgent(ctx, param)
+		}
+		return people(ctx, param)
+	}
 }
 
 // check validates the id, finds the project it leads to (404 from

@@ -80,5 +80,5 @@ func (s *Service) checkClaim(ctx context.Context, param func(string) string) err
 	if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
 		return s.checkAgent(ctx, param)
 	}
-	return s.checkManage(ctx, param)
+	return s.checkAdminOr(roleManager)(ctx, param)
 }

@@ -123,7 +123,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	env.Authz.Provide(CheckProjectOwner, s.checkProject(roleOwner))
 	env.Authz.Provide(CheckContainerRead, s.checkContainer(roleViewer))
 	env.Authz.Provide(CheckContainerAccess, s.checkContainer(roleOperator))
-	env.Authz.Provide(CheckContainerManage, s.checkManage)
+	env.Authz.Provide(CheckContainerManage, s.checkAdminOr(roleManager))
 	env.Authz.Provide(CheckContainerOperate, s.checkAdminOr(roleOperator))
 	env.Authz.Provide(CheckContainerAgent, s.checkAgent)
 	env.Authz.Provide(CheckContainerClaim, s.checkClaim)
