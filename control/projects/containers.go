@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"time"
 
@@ -265,21 +264,8 @@ func (s *Service) QueryContainers(ctx context.Context, in ContainerQuery) (*Cont
 		return nil, err
 	}
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, in.ProjectID)
-		if err != nil {
-			return err
-		}
-		lv := roleNone
-		if p != nil && !caller.IsAdmin() {
-			if lv, err = callerLevel(tx, p, caller.UserID); err != nil {
-				return err
-			}
-		}
-		if p == nil || (!caller.IsAdmin() && lv == roleNone) {
-			return &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
-				Message: fmt.Sprintf("project_id: project %q not found", in.ProjectID)}
-		}
-		return nil
+		_, err := visibleProject(tx, in.ProjectID, caller)
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("read the project", err)

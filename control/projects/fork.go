@@ -98,7 +98,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 	// it may not see from the image's answer.
 	var snap *Snapshot
 	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
+		if err := creatable(tx, in.ProjectID, caller); err != nil {
 			return err
 		}
 		if in.SnapshotID == "" {
@@ -153,7 +153,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 	pin := s.pinFor(ctx, in, snap)
 	var tokens map[string]string
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
+		if err := creatable(tx, in.ProjectID, caller); err != nil {
 			return err
 		}
 		if snap != nil {

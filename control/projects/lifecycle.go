@@ -190,12 +190,12 @@ type lifecycle struct {
 	mu       sync.Mutex
 	locks    map[string]*sync.Mutex
 	inflight map[string]bool
-	// reconciling is set once the reconciler runs.
-	reconciling bool
-	enrolled    sync.Map          // agent token id → struct{}: its enrolment is stored
-	enrolling   sync.Map          // container id → time.Time: its agent's latest enrolment this process saw
-	signals     signals           // wake the waits on a container (lifecycle_wait.go)
-	minted      map[string]string // container id → the agent token its create minted, for provision
+	// start starts the reconcilers once (Bootstrap).
+	start     sync.Once
+	enrolled  sync.Map          // agent token id → struct{}: its enrolment is stored
+	enrolling sync.Map          // container id → time.Time: its agent's latest enrolment this process saw
+	signals   signals           // wake the waits on a container (lifecycle_wait.go)
+	minted    map[string]string // container id → the agent token its create minted, for provision
 }
 
 func newLifecycle(rt Runtime) *lifecycle {
@@ -215,7 +215,7 @@ func newLifecycle(rt Runtime) *lifecycle {
 		rt.HealthClient = defaultHealthClient()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &lifecycle{rt: rt, ctx: ctx, stop: stop, locks: map[string]*sync.Mutex{}, inflight: map[string]bool{}}
+	return &lifecycle{rt: rt, ctx: ctx, stop: stop, locks: map[string]*sync.Mutex{}, inflight: map[string]bool{}, minted: map[string]string{}}
 }
 
 // lock serializes what acts on one container (API actions, provisioning
@@ -337,35 +337,32 @@ func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Con
 	return cs[0], nil
 }
 
-// creatableProject is project id if the caller may create containers in
-// it: an admin, its owner or a manager. A project the caller is no member
-// of answers 404, as an unknown one: its existence is not the caller's to
-// learn from a body field.
-func (s *Service) creatableProject(tx *store.Tx, id string, caller *auth.Principal) (*Project, error) {
+// visibleProject is caller's level on project id (roleNone for an
+// admin). A project the caller is no member of answers 404 naming
+// project_id, as an unknown one: its existence is not the caller's to
+// learn from a field.
+func visibleProject(tx *store.Tx, id string, caller *auth.Principal) (level, error) {
 	p, err := getProject(tx, id)
-	if err != nil {
-		return nil, err
+	lv := roleNone
+	if err == nil && p != nil && !caller.IsAdmin() {
+		lv, err = callerLevel(tx, p, caller.UserID)
 	}
-	notFound := &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
-		Message: fmt.Sprintf("project_id: project %q not found", id)}
-	if p == nil {
-		return nil, notFound
+	if err == nil && (p == nil || (!caller.IsAdmin() && lv == roleNone)) {
+		err = &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
+			Message: fmt.Sprintf("project_id: project %q not found", id)}
 	}
-	if caller.IsAdmin() {
-		return p, nil
-	}
-	lv, err := callerLevel(tx, p, caller.UserID)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case lv == roleNone:
-		return nil, notFound
-	case lv < roleManager:
-		return nil, &fault.Error{Code: fault.CodeForbidden, Field: "project_id", Details: "project_id",
+	return lv, err
+}
+
+// creatable checks that the caller may create containers in project id:
+// an admin, its owner or a manager.
+func creatable(tx *store.Tx, id string, caller *auth.Principal) error {
+	lv, err := visibleProject(tx, id, caller)
+	if err == nil && !caller.IsAdmin() && lv < roleManager {
+		err = &fault.Error{Code: fault.CodeForbidden, Field: "project_id", Details: "project_id",
 			Message: "project_id: creating containers needs the project's owner or manager role (yours: " + roleName(lv) + ")"}
 	}
-	return p, nil
+	return err
 }
 
 // mintAgentToken replaces container id's agent tokens with a new one (in

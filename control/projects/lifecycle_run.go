@@ -319,17 +319,15 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	switch c.Status {
 	case StatusRunning, StatusCreating:
-		unlock()
 		return s.decorate(c), nil
 	case StatusDeleting:
-		unlock()
 		return nil, errDeleting(id)
 	}
 	if c.Recreate {
 		// Limits or autostart changed while it was stopped.
-		defer unlock()
 		c, err = s.recreate(ctx, c)
 		if err != nil {
 			return nil, err
@@ -338,19 +336,16 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 	}
 	st, err := drv.Inspect(ctx, id)
 	if err != nil {
-		unlock()
 		return nil, engineErr("start the container", err)
 	}
 	if st.State == runtime.StateMissing {
 		c, err = s.move(ctx, id, nil, StatusCreating, "", nil)
-		unlock()
 		if err != nil {
 			return nil, err
 		}
 		s.provisionAsync(id)
 		return s.decorate(c), nil
 	}
-	defer unlock()
 	if st.State == runtime.StatePaused {
 		err = drv.Resume(ctx, id)
 	} else {

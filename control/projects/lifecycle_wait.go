@@ -273,9 +273,6 @@ func (s *Service) mintCreated(tx *store.Tx, ctx context.Context, cs []*Container
 func (s *Service) provisionMinted(id, token string) {
 	if token != "" {
 		s.lc.mu.Lock()
-		if s.lc.minted == nil {
-			s.lc.minted = map[string]string{}
-		}
 		s.lc.minted[id] = token
 		s.lc.mu.Unlock()
 	}

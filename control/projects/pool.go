@@ -101,7 +101,6 @@ type poolState struct {
 	running map[string]bool // image → a filler runs
 	again   map[string]bool // image → asked again while it ran
 	making  map[string]bool // member id → being made by this process
-	started bool
 }
 
 func imageMembers(tx *store.Tx, image string) ([]poolMember, error) {
@@ -325,9 +324,6 @@ func (s *Service) dropMember(ctx context.Context, id string) {
 func (s *Service) poolKick(image string) {
 	p := &s.pool
 	p.mu.Lock()
-	if p.running == nil {
-		p.running, p.again, p.making = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	}
 	if p.running[image] || s.lc.ctx.Err() != nil {
 		p.again[image] = true
 		p.mu.Unlock()
@@ -362,9 +358,6 @@ func (s *Service) poolMaking(id string) bool {
 func (s *Service) setMaking(id string, on bool) {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
-	if s.pool.making == nil {
-		s.pool.making = map[string]bool{}
-	}
 	if on {
 		s.pool.making[id] = true
 	} else {

@@ -16,15 +16,8 @@ import (
 // record names it, so it is removed.
 
 // startPool runs the pool's reconciler until the lifecycle's context
-// ends (Bootstrap).
+// ends (Bootstrap, once, with a driver).
 func (s *Service) startPool() {
-	s.pool.mu.Lock()
-	started := s.pool.started
-	s.pool.started = true
-	s.pool.mu.Unlock()
-	if started || s.lc.rt.Driver == nil {
-		return
-	}
 	s.lc.wg.Add(1)
 	go func() {
 		defer s.lc.wg.Done()

@@ -166,9 +166,7 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 		}
 		for _, e := range evs {
 			p := map[string]any{"file_version": version}
-			for k, v := range e.payload {
-				p[k] = v
-			}
+			maps.Copy(p, e.payload)
 			ev := events.Event{EventType: "proxy.permissions." + e.kind, ResourceType: "proxy_permissions", ResourceID: id,
 				ProjectID: project, Payload: events.Payload(p)}
 			if !sc.project {

@@ -112,7 +112,8 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("projects: %w", err)
 	}
-	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer, lc: newLifecycle(env.Config.Runtime)}
+	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer, lc: newLifecycle(env.Config.Runtime),
+		pool: poolState{running: map[string]bool{}, again: map[string]bool{}, making: map[string]bool{}}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -146,18 +147,14 @@ func (s *Service) Bootstrap(ctx context.Context) error {
 	if s.lc.rt.Driver == nil {
 		return nil
 	}
-	s.lc.mu.Lock()
-	started := s.lc.reconciling
-	s.lc.reconciling = true
-	s.lc.mu.Unlock()
-	if !started {
+	s.lc.start.Do(func() {
 		s.lc.wg.Add(1)
 		go func() {
 			defer s.lc.wg.Done()
 			s.runReconciler()
 		}()
 		s.startPool()
-	}
+	})
 	return nil
 }
 
