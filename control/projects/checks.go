@@ -45,7 +45,7 @@ var (
 
 // callerLevel is what userID may do on project p (read in tx).
 func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
-	lv, err := callerLevels(tx, []*Project{p}, userID)
+	lv, err := callerLevels(tx, []Project{*p}, userID)
 	if err != nil {
 		return roleNone, err
 	}
@@ -54,7 +54,7 @@ func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
 
 // callerLevels is callerLevel for each of ps, with one multi-get for the
 // membership entries and one for their permissions.
-func callerLevels(tx *store.Tx, ps []*Project, userID string) ([]level, error) {
+func callerLevels(tx *store.Tx, ps []Project, userID string) ([]level, error) {
 	out := make([]level, len(ps))
 	var at []int // the projects userID does not own
 	var memberKeys []string

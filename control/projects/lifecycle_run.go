@@ -95,7 +95,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 		// for a container made now.
 		token, minted, err := s.takeMinted(id), c, error(nil)
 		if token == "" {
-			token, minted, err = s.mintFirstToken(ctx, id)
+			token, minted, err = s.mintToken(ctx, id, true)
 		}
 		if err != nil {
 			fail("the control plane could not mint the agent's token: " + err.Error())
@@ -109,16 +109,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 			}
 			ph.mark("inspected")
 			if st.State == runtime.StateMissing {
-				err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-					cur, err := getContainer(tx, id)
-					if err != nil || cur == nil {
-						return err
-					}
-					minted = cur
-					token, err = s.mintAgentToken(tx, ctx, cur)
-					return err
-				})
-				if err != nil {
+				if token, minted, err = s.mintToken(ctx, id, false); err != nil {
 					fail("the control plane could not mint the agent's token: " + err.Error())
 					return true
 				}
@@ -145,7 +136,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 	if step() {
 		return
 	}
-	addr, reason := s.awaitAgentPhases(ctx, id, deadline, true, ph)
+	addr, reason := s.awaitAgent(ctx, id, deadline, true, ph)
 	unlock := s.lc.lock(id)
 	defer unlock()
 	if ctx.Err() != nil {
@@ -360,7 +351,7 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 // settle waits (up to the enrolment timeout) for container id's agent to
 // answer, and records running or failed.
 func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
-	addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false)
+	addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false, nil)
 	if reason != "" {
 		return s.moveTo(ctx, id, StatusFailed, reason, nil)
 	}

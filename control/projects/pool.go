@@ -464,13 +464,11 @@ func (s *Service) makeMember(ctx context.Context, image, name string) error {
 // gateway answers: its address then, else the reason it did not.
 func (s *Service) awaitMember(ctx context.Context, id string, deadline time.Time) (addr, reason string) {
 	for {
-		var m poolMember
-		var ok bool
-		if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-			var err error
-			ok, err = tx.Get(bucketPool, id, &m)
+		var m *poolMember
+		if err := s.db.ViewContext(ctx, func(tx *store.Tx) (err error) {
+			m, err = get[poolMember](tx, bucketPool, id)
 			return err
-		}); err != nil || !ok {
+		}); err != nil || m == nil {
 			return "", "the pool's record of it is gone"
 		}
 		st, err := s.lc.rt.Driver.Inspect(ctx, id)

@@ -2,6 +2,7 @@ package projects
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -236,26 +237,20 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 				member = append(member, ids[i])
 			}
 		}
-		for len(member) > 0 {
-			n := min(len(member), store.MaxInValues)
-			alts = append(alts, store.Where("key", store.In, member[:n]))
-			member = member[n:]
+		for chunk := range slices.Chunk(member, store.MaxInValues) {
+			alts = append(alts, store.Where("key", store.In, chunk))
 		}
 		pg, err := store.PageOf[Project](tx, projectTable, store.Query{Filters: []store.Filter{store.AnyOf(alts...)},
 			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
 		if err != nil {
 			return err
 		}
-		ps := make([]*Project, len(pg.Items))
-		for i := range pg.Items {
-			ps[i] = &pg.Items[i]
-		}
-		levels, err := callerLevels(tx, ps, c.UserID)
+		levels, err := callerLevels(tx, pg.Items, c.UserID)
 		if err != nil {
 			return err
 		}
-		for i, p := range ps {
-			out.Projects = append(out.Projects, ProjectView{Project: *p, Role: roleName(levels[i])})
+		for i, p := range pg.Items {
+			out.Projects = append(out.Projects, ProjectView{Project: p, Role: roleName(levels[i])})
 		}
 		out.Pagination = domain.Paginate(pg.Total, page, limit)
 		return nil
