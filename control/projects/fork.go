@@ -87,8 +87,11 @@ func errNoSnapshot(id string) error {
 		Message: fmt.Sprintf("snapshot_id: the project has no snapshot %q", id)}
 }
 
-// createContainers makes the containers of a create and starts
-// provisioning them; answered decorated.
+// createContainers makes the containers of a create in a project the
+// caller owns or manages (admins: any project) and starts provisioning
+// them; answered decorated, in creating. Every refusal (unknown or
+// unusable image, a limit out of range, the quota, a name taken) comes
+// before anything is written or asked of the engine.
 func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*Container, error) {
 	caller, err := platform.Caller(ctx)
 	if err != nil {

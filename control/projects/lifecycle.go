@@ -212,7 +212,7 @@ func newLifecycle(rt Runtime) *lifecycle {
 		rt.ContainerDomain = "localhost"
 	}
 	if rt.HealthClient == nil {
-		rt.HealthClient = defaultHealthClient()
+		rt.HealthClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &lifecycle{rt: rt, ctx: ctx, stop: stop, locks: map[string]*sync.Mutex{}, inflight: map[string]bool{}, minted: map[string]string{}}
@@ -324,19 +324,6 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 	return out, nil
 }
 
-// CreateContainer makes a container in a project the caller owns or
-// manages (admins: any project) and starts provisioning it: 201 in
-// creating. Every refusal (unknown or unusable image, a limit out of
-// range, the quota, a name taken) comes before anything is written or
-// asked of the engine. With count it makes that many (fork.go).
-func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Container, error) {
-	cs, err := s.createContainers(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return cs[0], nil
-}
-
 // visibleProject is caller's level on project id (roleNone for an
 // admin). A project the caller is no member of answers 404 naming
 // project_id, as an unknown one: its existence is not the caller's to
@@ -403,15 +390,11 @@ func loopbackHost(h string) bool {
 func engineReason(err error, image string) string {
 	switch {
 	case errors.Is(err, runtime.ErrImageMissing):
-		return imageMissing(image)
+		return fmt.Sprintf("image %s is not in the container engine: build it (make image) or load it, then start the container again", image)
 	case errors.Is(err, runtime.ErrUnavailable):
 		return "the container engine is unreachable (check that dockerd runs and --docker-host points at it): " + err.Error()
 	}
 	return "the container engine refused: " + err.Error()
-}
-
-func imageMissing(image string) string {
-	return fmt.Sprintf("image %s is not in the container engine: build it (make image) or load it, then start the container again", image)
 }
 
 // engineErr is an API answer for a driver error.

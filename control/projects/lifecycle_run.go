@@ -16,10 +16,6 @@ import (
 	"deckhand/platform/store"
 )
 
-func defaultHealthClient() *http.Client {
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-}
-
 // provisionAsync provisions container id in the background unless work
 // on it is already under way.
 func (s *Service) provisionAsync(id string) {
