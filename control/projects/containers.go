@@ -177,7 +177,7 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	for i := range pg.Items {
 		pg.Items[i] = *s.decorate(&pg.Items[i])
 	}
-	return &ContainerList{Containers: pg.Items, Pagination: domain.Paginate(pg.Total, page, limit)}, nil
+	return &ContainerList{Containers: pg.Items, Pagination: Pagination(domain.Paginate(pg.Total, page, limit))}, nil
 }
 
 // GetContainer is one container (the route's policy admitted the caller).

@@ -532,17 +532,19 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 	return d, nil
 }
 
-func networkETag(d *netconf.Document) string { return "network:v" + strconv.FormatInt(d.Version, 10) }
-
 // Poll is an agent's conditional read of what it enforces.
 type Poll struct {
 	ContainerRef
 	IfNoneMatch string `header:"If-None-Match" doc:"the ETag the agent holds; 304 when it is still current"`
 }
 
-// current: the agent holds tag (with or without its quotes).
-func (p Poll) current(tag string) bool {
-	return strings.Trim(strings.TrimSpace(p.IfNoneMatch), `"`) == tag
+// polled answers body with the ETag header of tag, or 304 without it when
+// the agent of p holds tag (with or without its quotes).
+func polled[T any](p Poll, tag string, body *T) (etag string, status int, _ *T) {
+	if strings.Trim(strings.TrimSpace(p.IfNoneMatch), `"`) == tag {
+		return `"` + tag + `"`, http.StatusNotModified, nil
+	}
+	return `"` + tag + `"`, 0, body
 }
 
 // EffectiveNetworkAnswer is the effective configuration with its ETag; 304
@@ -559,11 +561,8 @@ func (s *Service) PollNetwork(ctx context.Context, in Poll) (*EffectiveNetworkAn
 	if err != nil {
 		return nil, err
 	}
-	tag := networkETag(d)
-	out := &EffectiveNetworkAnswer{ETag: `"` + tag + `"`, Body: d}
-	if in.current(tag) {
-		out.Status, out.Body = http.StatusNotModified, nil
-	}
+	out := &EffectiveNetworkAnswer{}
+	out.ETag, out.Status, out.Body = polled(in, "network:v"+strconv.FormatInt(d.Version, 10), d)
 	return out, nil
 }
 

@@ -33,8 +33,14 @@ type ProjectView struct {
 	Role string `json:"role"`
 }
 
-// Pagination is data.pagination of a list.
-type Pagination = domain.Pagination
+// Pagination is data.pagination of a list (domain.Pagination under the
+// name the API documents for this package's lists).
+type Pagination struct {
+	Total      int `json:"total"`
+	Page       int `json:"page"`
+	Limit      int `json:"limit"`
+	TotalPages int `json:"totalPages"`
+}
 
 // ProjectList is the answer of GET /api/v1/projects.
 type ProjectList struct {
@@ -252,7 +258,7 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 		for i, p := range pg.Items {
 			out.Projects = append(out.Projects, ProjectView{Project: p, Role: roleName(levels[i])})
 		}
-		out.Pagination = domain.Paginate(pg.Total, page, limit)
+		out.Pagination = Pagination(domain.Paginate(pg.Total, page, limit))
 		return nil
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"net/http"
 
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -74,11 +73,8 @@ func (s *Service) PollEffective(ctx context.Context, in Poll) (*EffectiveAnswer,
 	if err != nil {
 		return nil, err
 	}
-	tag := effectiveETag(d)
-	out := &EffectiveAnswer{ETag: `"` + tag + `"`, Body: d}
-	if in.current(tag) {
-		out.Status, out.Body = http.StatusNotModified, nil
-	}
+	out := &EffectiveAnswer{}
+	out.ETag, out.Status, out.Body = polled(in, effectiveETag(d), d)
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -83,7 +84,7 @@ func (s *Service) open(key string, sd *storedDoc) (*proxyperm.Document, error) {
 			}
 			plain, err := s.sealer.Open(docSealPurpose(key, name, field), *v)
 			if err != nil {
-				return nil, errSealedDoc{key: key, group: name, err: err}
+				return nil, fmt.Errorf("proxy permissions document %s, group %s: %w", key, name, err)
 			}
 			*v = string(plain)
 		}
@@ -91,17 +92,6 @@ func (s *Service) open(key string, sd *storedDoc) (*proxyperm.Document, error) {
 	}
 	return &d, nil
 }
-
-type errSealedDoc struct {
-	key, group string
-	err        error
-}
-
-func (e errSealedDoc) Error() string {
-	return "proxy permissions document " + e.key + ", group " + e.group + ": " + e.err.Error()
-}
-
-func (e errSealedDoc) Unwrap() error { return e.err }
 
 // readDoc is the stored document under key, its secrets opened (nil when
 // none).

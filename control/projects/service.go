@@ -45,6 +45,7 @@ package projects
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -131,11 +132,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	return s, nil
 }
 
-type sealerMissing struct{}
-
-func (sealerMissing) Error() string { return "projects: a Sealer (master key) is required" }
-
-var errNoSealer error = sealerMissing{}
+var errNoSealer = errors.New("projects: a Sealer (master key) is required")
 
 // Bootstrap seals legacy documents' secrets, then starts the reconciler,
 // which first takes every record to the engine's state (a create

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -244,10 +243,7 @@ func (s *Service) PollSSHKeys(ctx context.Context, in Poll) (*EffectiveSSHKeysAn
 	}
 	sum := sha256.Sum256([]byte(strings.Join(d.Keys, "\n")))
 	d.Version = hex.EncodeToString(sum[:8])
-	tag := "ssh-keys:" + d.Version
-	out := &EffectiveSSHKeysAnswer{ETag: `"` + tag + `"`, Body: d}
-	if in.current(tag) {
-		out.Status, out.Body = http.StatusNotModified, nil
-	}
+	out := &EffectiveSSHKeysAnswer{}
+	out.ETag, out.Status, out.Body = polled(in, "ssh-keys:"+d.Version, d)
 	return out, nil
 }
