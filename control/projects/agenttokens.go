@@ -106,24 +106,20 @@ func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*
 	}
 	token := AgentTokenPrefix + rand.Text()
 	rec := agentTokenRec{ID: newID(), ContainerID: id, Hash: agentTokenHash(token), CreatedAt: s.now(), CreatedBy: caller.UserID}
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "create the agent token", func(tx *store.Tx) (*NewAgentToken, error) {
 		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Put(bucketAgentTokens, id+"/"+rec.ID, rec); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.PutRaw(bucketAgentHash, rec.Hash, []byte(id+"/"+rec.ID)); err != nil {
-			return err
+			return nil, err
 		}
-		return s.event(tx, ctx, events.Event{EventType: "container.agent_token.created", ResourceType: "agent_token",
-			ResourceID: rec.ID, ProjectID: c.ProjectID, ContainerID: id})
+		return &NewAgentToken{ID: rec.ID, Token: token, ContainerID: id, CreatedAt: rec.CreatedAt}, s.event(tx, ctx, events.Event{
+			EventType: "container.agent_token.created", ResourceType: "agent_token", ResourceID: rec.ID, ProjectID: c.ProjectID, ContainerID: id})
 	})
-	if err != nil {
-		return nil, fault.Wrap("create the agent token", err)
-	}
-	return &NewAgentToken{ID: rec.ID, Token: token, ContainerID: id, CreatedAt: rec.CreatedAt}, nil
 }
 
 // ListAgentTokens lists container id's agent tokens, oldest first.

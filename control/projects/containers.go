@@ -164,15 +164,12 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	var pg store.Page[Container]
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		pg, err = store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
+	pg, err := transact(ctx, s.db.ViewContext, "list containers", func(tx *store.Tx) (store.Page[Container], error) {
+		return store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
 			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
-		return err
 	})
 	if err != nil {
-		return nil, fault.Wrap("list containers", err)
+		return nil, err
 	}
 	for i := range pg.Items {
 		pg.Items[i] = *s.decorate(&pg.Items[i])
@@ -192,18 +189,17 @@ func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Containe
 // ProjectStats counts project id's containers, people and configuration.
 func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, error) {
 	id := ref.ID
-	st := &Stats{ProjectID: id}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		*st = Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
+	return transact(ctx, s.db.ViewContext, "count the project", func(tx *store.Tx) (*Stats, error) {
+		st := &Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
 		if _, err := findProject(tx, id); err != nil {
-			return err
+			return nil, err
 		}
 		if tx.GetRaw(bucketDocs, projectDocKey(id)) != nil {
 			st.ProxyDocuments++
 		}
 		cs, err := projectContainers(tx, id, 0)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cids, docKeys := make([]string, len(cs)), make([]string, len(cs))
 		for i, c := range cs {
@@ -211,11 +207,11 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 		}
 		nets, err := store.GetMany[networkRec](tx, bucketNetwork, cids)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		docs, err := tx.GetRawMany(bucketDocs, docKeys)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, c := range cs {
 			st.Containers++
@@ -235,12 +231,8 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 			st.Members++
 			st.ByRole[p.Role]++
 		}
-		return err
+		return st, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("count the project", err)
-	}
-	return st, nil
 }
 
 // ContainerQuery is GET /api/v1/containers?project_id=.

@@ -302,23 +302,18 @@ func (s *Service) setStatus(tx *store.Tx, ctx context.Context, c *Container, sta
 // the record as written, or nil when the record is gone or in another
 // status.
 func (s *Service) move(ctx context.Context, id string, from []string, status, reason string, mutate func(*Container)) (*Container, error) {
-	var out *Container
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	out, err := transact(ctx, s.db.UpdateContext, "record the container's status", func(tx *store.Tx) (*Container, error) {
 		c, err := getContainer(tx, id)
-		if err != nil || c == nil {
-			return err
-		}
-		if len(from) > 0 && !slices.Contains(from, c.Status) {
-			return nil
+		if err != nil || c == nil || (len(from) > 0 && !slices.Contains(from, c.Status)) {
+			return nil, err
 		}
 		if mutate != nil {
 			mutate(c)
 		}
-		out = c
-		return s.setStatus(tx, ctx, c, status, reason)
+		return c, s.setStatus(tx, ctx, c, status, reason)
 	})
 	if err != nil {
-		return nil, fault.Wrap("record the container's status", err)
+		return nil, err
 	}
 	s.lc.signals.fire(id)
 	return out, nil

@@ -502,14 +502,9 @@ func errDeleting(id string) error {
 
 // current is container id, 404 when gone.
 func (s *Service) current(ctx context.Context, id string) (*Container, error) {
-	c, err := s.loadContainer(ctx, id)
-	if err != nil {
-		return nil, fault.Wrap("read the container", err)
-	}
-	if c == nil {
-		return nil, fault.NotFound("container", id)
-	}
-	return c, nil
+	return transact(ctx, s.db.ViewContext, "read the container", func(tx *store.Tx) (*Container, error) {
+		return findContainer(tx, id)
+	})
 }
 
 // agentURL is the control-plane URL the agents are given.
@@ -570,15 +565,14 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 	id, ch := in.ID, in.Body
 	unlock := s.lc.lock(id)
 	defer unlock()
-	var out *Container
 	var recreateNow bool
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	out, err := transact(ctx, s.db.UpdateContext, "update the container", func(tx *store.Tx) (*Container, error) {
 		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if c.Status == StatusDeleting {
-			return errDeleting(id)
+			return nil, errDeleting(id)
 		}
 		ev := func(kind string, payload map[string]any) error {
 			return s.event(tx, ctx, events.Event{EventType: kind, ResourceType: "container", ResourceID: id,
@@ -587,26 +581,26 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 		if ch.Name != nil && *ch.Name != c.Name {
 			cs, err := projectContainers(tx, c.ProjectID, 0)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, o := range cs {
 				if o.ID != id && strings.EqualFold(o.Name, *ch.Name) {
-					return &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
+					return nil, &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
 						Message: fmt.Sprintf("name: the project already has a container named %q (names are unique in a project, ignoring case)", *ch.Name)}
 				}
 			}
 			if err := ev("container.renamed", map[string]any{"from": c.Name, "to": *ch.Name}); err != nil {
-				return err
+				return nil, err
 			}
 			c.Name = *ch.Name
 		}
 		if err := applyIdle(ev, c, ch.IdleTimeoutSeconds, ch.IdleAction); err != nil {
-			return err
+			return nil, err
 		}
 		engine := false
 		if ch.Resources != nil && *ch.Resources != c.Resources {
 			if err := ev("container.resource_updated", map[string]any{"cpus": ch.Resources.CPUs, "memory_mb": ch.Resources.MemoryMB}); err != nil {
-				return err
+				return nil, err
 			}
 			c.Resources, engine = *ch.Resources, true
 		}
@@ -616,7 +610,7 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 				kind = "container.autostart_enabled"
 			}
 			if err := ev(kind, map[string]any{"autostart": *ch.Autostart}); err != nil {
-				return err
+				return nil, err
 			}
 			c.Autostart, engine = *ch.Autostart, true
 		}
@@ -629,11 +623,10 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 			}
 		}
 		c.UpdatedAt = s.now()
-		out = c
-		return tx.Put(bucketContainers, id, c)
+		return c, tx.Put(bucketContainers, id, c)
 	})
 	if err != nil {
-		return nil, fault.Wrap("update the container", err)
+		return nil, err
 	}
 	if recreateNow {
 		if out, err = s.recreate(ctx, out); err != nil {

@@ -309,19 +309,13 @@ type credentials struct {
 // GetNetwork is container id's network configuration (404 when none).
 func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, error) {
 	id := ref.ID
-	var out *Network
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*Network, error) {
 		r, err := netOf(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now())
-		return nil
+		return r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now()), nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the network configuration", err)
-	}
-	return out, nil
 }
 
 // NetworkPut is PUT /api/v1/containers/{id}/network.
@@ -346,14 +340,13 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		}
 	}
 	now := s.now()
-	var out *Network
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "store the network configuration", func(tx *store.Tx) (*Network, error) {
 		if _, err := findContainer(tx, id); err != nil {
-			return err
+			return nil, err
 		}
 		old, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := &networkRec{ContainerID: id, Type: in.Type, Proxy: in.endpoint, Country: in.Country, City: in.City, Region: in.Region,
 			Comment: in.Comment, DNSServers: in.DNSServers, Allow: in.Allow, Deny: in.Deny, Status: netConfigured, ConfiguredAt: now, Version: 1}
@@ -364,7 +357,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 			// one: the agent refuses a version lower than one it saw.
 			var last int64
 			if _, err := tx.Get(bucketNetVersion, id, &last); err != nil {
-				return err
+				return nil, err
 			}
 			r.Version = last + 1
 		}
@@ -372,26 +365,18 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		switch {
 		case sealed != "":
 			if err := tx.PutRaw(bucketNetCreds, id, []byte(sealed)); err != nil {
-				return err
+				return nil, err
 			}
 			hasCreds = true
 		case old != nil && in.endpoint != "" && old.Proxy == in.endpoint && tx.GetRaw(bucketNetCreds, id) != nil:
 			hasCreds = true // same endpoint without userinfo: keep them
 		default:
 			if err := tx.Delete(bucketNetCreds, id); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		if err := tx.Put(bucketNetwork, id, r); err != nil {
-			return err
-		}
-		out = r.view(hasCreds, false, now)
-		return nil
+		return r.view(hasCreds, false, now), tx.Put(bucketNetwork, id, r)
 	})
-	if err != nil {
-		return nil, fault.Wrap("store the network configuration", err)
-	}
-	return out, nil
 }
 
 var errNotConfigured = &fault.Error{Code: fault.CodeBadRequest, Message: "the container's network is not configured: PUT a configuration first", Details: "network"}
@@ -409,14 +394,13 @@ func (s *Service) StopNetwork(ctx context.Context, ref ContainerRef) (*NetworkSt
 // SetNetworkRunning starts (run) or stops the network layer.
 func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*NetworkState, error) {
 	now := s.now()
-	var out NetworkState
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "change the network state", func(tx *store.Tx) (*NetworkState, error) {
 		r, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if r == nil {
-			return errNotConfigured
+			return nil, errNotConfigured
 		}
 		r.IsRunning, r.Status = run, netStopped
 		if run {
@@ -424,16 +408,8 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 		}
 		r.LastCheck = &now
 		r.Version++
-		if err := tx.Put(bucketNetwork, id, r); err != nil {
-			return err
-		}
-		out = NetworkState{ContainerID: id, Status: r.Status, IsRunning: run, LastCheck: now}
-		return nil
+		return &NetworkState{ContainerID: id, Status: r.Status, IsRunning: run, LastCheck: now}, tx.Put(bucketNetwork, id, r)
 	})
-	if err != nil {
-		return nil, fault.Wrap("change the network state", err)
-	}
-	return &out, nil
 }
 
 // DeleteNetwork removes the configuration and its credentials.

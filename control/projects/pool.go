@@ -173,14 +173,12 @@ func (s *Service) GetPool(ctx context.Context, ref PoolRef) (*Pool, error) {
 }
 
 func (s *Service) poolOf(ctx context.Context, image string) (*Pool, error) {
-	out := &Pool{ImageID: image}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		*out = Pool{ImageID: image}
+	return transact(ctx, s.db.ViewContext, "read the pool", func(tx *store.Tx) (*Pool, error) {
 		var rec poolSizeRec
 		if _, err := tx.Get(bucketPoolSizes, image, &rec); err != nil {
-			return err
+			return nil, err
 		}
-		out.Size = rec.Size
+		out := &Pool{ImageID: image, Size: rec.Size}
 		ms, err := imageMembers(tx, image)
 		for _, m := range ms {
 			if m.Status == poolReady {
@@ -189,12 +187,8 @@ func (s *Service) poolOf(ctx context.Context, image string) (*Pool, error) {
 				out.Filling++
 			}
 		}
-		return err
+		return out, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the pool", err)
-	}
-	return out, nil
 }
 
 // SetPoolSize sets image id's pool size (admins). A larger size fills in

@@ -157,17 +157,13 @@ func roleName(lv level) string {
 func (s *Service) createProject(ctx context.Context, ownerID, name, desc string) (*Project, error) {
 	now := s.now()
 	p := &Project{ID: newID(), Name: name, Description: desc, OwnerID: ownerID, CreatedAt: now, UpdatedAt: now}
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "create the project", func(tx *store.Tx) (*Project, error) {
 		if err := tx.Put(bucketProjects, p.ID, p); err != nil {
-			return err
+			return nil, err
 		}
-		return s.event(tx, ctx, events.Event{EventType: "project.created", ResourceType: "project", ResourceID: p.ID,
+		return p, s.event(tx, ctx, events.Event{EventType: "project.created", ResourceType: "project", ResourceID: p.ID,
 			ProjectID: p.ID, Payload: events.Payload(map[string]any{"name": p.Name, "owner_id": ownerID})})
 	})
-	if err != nil {
-		return nil, fault.Wrap("create the project", err)
-	}
-	return p, nil
 }
 
 // CreateProject creates a project owned by the caller.
@@ -219,9 +215,7 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	out := &ProjectList{Projects: []ProjectView{}}
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		out.Projects = out.Projects[:0]
+	return transact(ctx, s.db.ViewContext, "list projects", func(tx *store.Tx) (*ProjectList, error) {
 		// The projects the caller is a member of: those whose permission
 		// record exists (its level is their role).
 		var ids, permKeys []string
@@ -230,11 +224,11 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 			ids, permKeys = append(ids, id), append(permKeys, id+"/"+string(raw))
 			return nil
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		perms, err := tx.GetRawMany(bucketPerms, permKeys)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		alts := []store.Filter{store.Where("owner_id", store.Eq, c.UserID)}
 		var member []string
@@ -249,22 +243,18 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 		pg, err := store.PageOf[Project](tx, projectTable, store.Query{Filters: []store.Filter{store.AnyOf(alts...)},
 			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		levels, err := callerLevels(tx, pg.Items, c.UserID)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		out := &ProjectList{Projects: []ProjectView{}, Pagination: Pagination(domain.Paginate(pg.Total, page, limit))}
 		for i, p := range pg.Items {
 			out.Projects = append(out.Projects, ProjectView{Project: p, Role: roleName(levels[i])})
 		}
-		out.Pagination = Pagination(domain.Paginate(pg.Total, page, limit))
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("list projects", err)
-	}
-	return out, nil
 }
 
 // checkPage is the rule of every list's page and limit (the route's query
@@ -286,19 +276,13 @@ func (s *Service) GetProject(ctx context.Context, ref ProjectRef) (*ProjectView,
 	if err != nil {
 		return nil, err
 	}
-	var out ProjectView
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "read the project", func(tx *store.Tx) (*ProjectView, error) {
 		p, lv, err := projectAt(tx, id, c.UserID, roleViewer)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = ProjectView{Project: *p, Role: roleName(lv)}
-		return nil
+		return &ProjectView{Project: *p, Role: roleName(lv)}, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the project", err)
-	}
-	return &out, nil
 }
 
 // ProjectReplace is PUT /api/v1/projects/{id}.
@@ -334,11 +318,10 @@ func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch,
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var out ProjectView
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "update the project", func(tx *store.Tx) (*ProjectView, error) {
 		p, lv, err := projectAt(tx, id, c.UserID, roleManager)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		changes := map[string]any{}
 		if in.Name != nil && *in.Name != p.Name {
@@ -357,20 +340,15 @@ func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch,
 		if len(changes) > 0 {
 			p.UpdatedAt = s.now()
 			if err := tx.Put(bucketProjects, p.ID, p); err != nil {
-				return err
+				return nil, err
 			}
 			if err := s.event(tx, ctx, events.Event{EventType: "project.updated", ResourceType: "project", ResourceID: p.ID,
 				ProjectID: p.ID, Payload: events.Payload(changes)}); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		out = ProjectView{Project: *p, Role: roleName(lv)}
-		return nil
+		return &ProjectView{Project: *p, Role: roleName(lv)}, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("update the project", err)
-	}
-	return &out, nil
 }
 
 // DeleteProject removes a project without containers, its permissions and

@@ -31,29 +31,20 @@ func effectiveETag(d *proxyperm.Document) string {
 // GetEffective is the document governing container id: its own, else its
 // project's; 404 when neither exists (then only loopback passes).
 func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Document, error) {
-	var out *proxyperm.Document
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "read the effective proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		d, err := s.readDoc(tx, containerDocKey(id))
 		if err != nil || d != nil {
-			out = d
-			return err
+			return d, err
 		}
 		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if out, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
-			return err
+		if d, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err == nil && d == nil {
+			err = errNoEffective
 		}
-		if out == nil {
-			return errNoEffective
-		}
-		return nil
+		return d, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the effective proxy permissions document", err)
-	}
-	return out, nil
 }
 
 var errNoEffective = &fault.Error{Code: fault.CodeNotFound, Details: "proxy_permissions",

@@ -194,21 +194,13 @@ func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snaps
 
 // ListSnapshots is a container's snapshots, oldest first.
 func (s *Service) ListSnapshots(ctx context.Context, in ContainerRef) (*SnapshotList, error) {
-	out := &SnapshotList{Snapshots: []Snapshot{}}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "list the snapshots", func(tx *store.Tx) (*SnapshotList, error) {
 		if _, err := findContainer(tx, in.ID); err != nil {
-			return err
+			return nil, err
 		}
 		list, err := where[Snapshot](tx, snapshotTable, "container_id", in.ID, 0)
-		if list != nil {
-			out.Snapshots = list
-		}
-		return err
+		return &SnapshotList{Snapshots: nonNil(list)}, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("list the snapshots", err)
-	}
-	return out, nil
 }
 
 // snapshotOf is snapshot sid of container id (404 naming sid when the
@@ -227,30 +219,21 @@ func snapshotOf(tx *store.Tx, id, sid string) (*Snapshot, error) {
 
 // RenameSnapshot changes a snapshot's name.
 func (s *Service) RenameSnapshot(ctx context.Context, in SnapshotRename) (*Snapshot, error) {
-	var out *Snapshot
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "rename the snapshot", func(tx *store.Tx) (*Snapshot, error) {
 		sn, err := snapshotOf(tx, in.ID, in.SnapshotID)
-		if err != nil {
-			return err
-		}
-		out = sn
-		if sn.Name == in.Body.Name {
-			return nil
+		if err != nil || sn.Name == in.Body.Name {
+			return sn, err
 		}
 		if err := s.snapshotNameFree(tx, in.ID, sn.ID, in.Body.Name); err != nil {
-			return err
+			return nil, err
 		}
 		from := sn.Name
 		sn.Name = in.Body.Name
 		if err := tx.Put(bucketSnapshots, sn.ID, sn); err != nil {
-			return err
+			return nil, err
 		}
-		return s.snapshotEvent(tx, ctx, events.SnapshotRenamed, sn, map[string]any{"from": from, "to": sn.Name})
+		return sn, s.snapshotEvent(tx, ctx, events.SnapshotRenamed, sn, map[string]any{"from": from, "to": sn.Name})
 	})
-	if err != nil {
-		return nil, fault.Wrap("rename the snapshot", err)
-	}
-	return out, nil
 }
 
 // DeleteSnapshot deletes a snapshot's record, and its image from the
@@ -352,12 +335,11 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 		return nil, &fault.Error{Code: fault.CodeConflict, Details: "status",
 			Message: fmt.Sprintf("container %s is %s: wait until it is running, stopped or failed", id, c.Status)}
 	}
-	var sn *Snapshot
-	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		sn, err = snapshotOf(tx, id, in.SnapshotID)
-		return err
-	}); err != nil {
-		return nil, fault.Wrap("read the snapshot", err)
+	sn, err := transact(ctx, s.db.ViewContext, "read the snapshot", func(tx *store.Tx) (*Snapshot, error) {
+		return snapshotOf(tx, id, in.SnapshotID)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if ok, err := drv.ImageExists(ctx, sn.ImageName); err != nil {
 		return nil, engineErr("restore the snapshot", err)
@@ -375,21 +357,19 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 			return nil, engineErr("restore the snapshot's workspace", err)
 		}
 	}
-	var out *Container
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	out, err := transact(ctx, s.db.UpdateContext, "record the restore", func(tx *store.Tx) (*Container, error) {
 		cur, err := getContainer(tx, id)
 		if err != nil || cur == nil {
-			return err
+			return nil, err
 		}
 		cur.ImageName, cur.SnapshotID, cur.Recreate, cur.AgentAddr = sn.ImageName, sn.ID, false, ""
 		if err := s.snapshotEvent(tx, ctx, events.SnapshotRestored, sn, nil); err != nil {
-			return err
+			return nil, err
 		}
-		out = cur
-		return s.setStatus(tx, ctx, cur, StatusCreating, "")
+		return cur, s.setStatus(tx, ctx, cur, StatusCreating, "")
 	})
 	if err != nil {
-		return nil, fault.Wrap("record the restore", err)
+		return nil, err
 	}
 	if out == nil {
 		return nil, errGone

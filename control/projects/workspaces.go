@@ -103,18 +103,10 @@ type WorkspaceList struct {
 
 // ListWorkspaces is a project's kept workspaces, oldest first.
 func (s *Service) ListWorkspaces(ctx context.Context, in ProjectRef) (*WorkspaceList, error) {
-	out := &WorkspaceList{Workspaces: []Workspace{}}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "list the workspaces", func(tx *store.Tx) (*WorkspaceList, error) {
 		list, err := projectWorkspaces(tx, in.ID, 0)
-		if list != nil {
-			out.Workspaces = list
-		}
-		return err
+		return &WorkspaceList{Workspaces: nonNil(list)}, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("list the workspaces", err)
-	}
-	return out, nil
 }
 
 // WorkspaceRef names a workspace of a project.
