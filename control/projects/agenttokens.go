@@ -192,23 +192,19 @@ func (s *Service) ResolveCredential(ctx context.Context, token string) (*auth.Pr
 		return nil, errBadAgentToken
 	}
 	h := agentTokenHash(token)
-	var rec agentTokenRec
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	rec, err := transact(ctx, s.db.ViewContext, "check the agent token", func(tx *store.Tx) (*agentTokenRec, error) {
 		key := tx.GetRaw(bucketAgentHash, h)
 		if key == nil {
-			return errBadAgentToken
+			return nil, errBadAgentToken
 		}
-		ok, err := tx.Get(bucketAgentTokens, string(key), &rec)
-		if err != nil {
-			return err
+		rec, err := get[agentTokenRec](tx, bucketAgentTokens, string(key))
+		if err == nil && (rec == nil || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) != 1) {
+			err = errBadAgentToken
 		}
-		if !ok || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) != 1 {
-			return errBadAgentToken
-		}
-		return nil
+		return rec, err
 	})
 	if err != nil {
-		return nil, fault.Wrap("check the agent token", err)
+		return nil, err
 	}
 	// The token's first use is its agent's enrolment: the lifecycle
 	// waits for it before it calls the container running.

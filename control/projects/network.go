@@ -473,19 +473,13 @@ func (s *Service) agentPolicy() platform.Policy {
 // EffectiveNetwork is what container id's agent enforces, with the
 // proxy credentials opened; 404 when nothing is configured.
 func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Document, error) {
-	var rec *networkRec
 	var sealed []byte
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		r, err := netOf(tx, id)
-		if err != nil {
-			return err
-		}
-		rec = r
+	rec, err := transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*networkRec, error) {
 		sealed = append([]byte(nil), tx.GetRaw(bucketNetCreds, id)...)
-		return nil
+		return netOf(tx, id)
 	})
 	if err != nil {
-		return nil, fault.Wrap("read the network configuration", err)
+		return nil, err
 	}
 	d := &netconf.Document{Container: id, Type: rec.Type, Proxy: rec.Proxy, DNSServers: rec.DNSServers, Running: rec.Status == netRunning,
 		Allow: rec.Allow, Deny: rec.Deny, Version: rec.Version, ConfiguredAt: rec.ConfiguredAt}
