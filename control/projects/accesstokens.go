@@ -41,7 +41,7 @@ func (in *AccessTokenInput) Validate() error {
 	}
 	for i, svc := range in.Services {
 		if !slices.Contains(agentservices.Names, svc) {
-			return fault.Invalid(fmt.Sprintf("services[%d]", i), "%q is not a service of the agent (one of %s)", svc, strings.Join(agentServices(), ", "))
+			return fault.Invalid(fmt.Sprintf("services[%d]", i), "%q is not a service of the agent (one of %s)", svc, strings.Join(slices.Sorted(slices.Values(agentservices.Names)), ", "))
 		}
 	}
 	sort.Strings(in.Services)
@@ -54,13 +54,6 @@ func (in *AccessTokenInput) Validate() error {
 		return fault.Invalid("ttl_seconds", "must be 60-86400 (one minute to one day)")
 	}
 	return nil
-}
-
-// agentServices are the service names a token may name, sorted.
-func agentServices() []string {
-	out := slices.Clone(agentservices.Names)
-	sort.Strings(out)
-	return out
 }
 
 // AccessTokenRequest is POST /api/v1/containers/{id}/access-tokens.

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -107,27 +106,20 @@ func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*
 	}
 	token := AgentTokenPrefix + rand.Text()
 	rec := agentTokenRec{ID: newID(), ContainerID: id, Hash: agentTokenHash(token), CreatedAt: s.now(), CreatedBy: caller.UserID}
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
+	return transact(ctx, s.db.UpdateContext, "create the agent token", func(tx *store.Tx) (*NewAgentToken, error) {
+		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
+			return nil, err
 		}
 		if err := tx.Put(bucketAgentTokens, id+"/"+rec.ID, rec); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.PutRaw(bucketAgentHash, rec.Hash, []byte(id+"/"+rec.ID)); err != nil {
-			return err
+			return nil, err
 		}
-		return s.event(tx, ctx, events.Event{EventType: "container.agent_token.created", ResourceType: "agent_token",
-			ResourceID: rec.ID, ProjectID: c.ProjectID, ContainerID: id})
+		return &NewAgentToken{ID: rec.ID, Token: token, ContainerID: id, CreatedAt: rec.CreatedAt}, s.event(tx, ctx, events.Event{
+			EventType: "container.agent_token.created", ResourceType: "agent_token", ResourceID: rec.ID, ProjectID: c.ProjectID, ContainerID: id})
 	})
-	if err != nil {
-		return nil, fault.Wrap("create the agent token", err)
-	}
-	return &NewAgentToken{ID: rec.ID, Token: token, ContainerID: id, CreatedAt: rec.CreatedAt}, nil
 }
 
 // ListAgentTokens lists container id's agent tokens, oldest first.
@@ -135,14 +127,11 @@ func (s *Service) ListAgentTokens(ctx context.Context, ref ContainerRef) (*Agent
 	id := ref.ID
 	out := &AgentTokenList{Tokens: []AgentToken{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
-			var r agentTokenRec
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
+		recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+		for _, r := range recs {
 			out.Tokens = append(out.Tokens, AgentToken{ID: r.ID, ContainerID: r.ContainerID, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy})
-			return nil
-		})
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("list the agent tokens", err)
@@ -203,23 +192,19 @@ func (s *Service) ResolveCredential(ctx context.Context, token string) (*auth.Pr
 		return nil, errBadAgentToken
 	}
 	h := agentTokenHash(token)
-	var rec agentTokenRec
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	rec, err := transact(ctx, s.db.ViewContext, "check the agent token", func(tx *store.Tx) (*agentTokenRec, error) {
 		key := tx.GetRaw(bucketAgentHash, h)
 		if key == nil {
-			return errBadAgentToken
+			return nil, errBadAgentToken
 		}
-		ok, err := tx.Get(bucketAgentTokens, string(key), &rec)
-		if err != nil {
-			return err
+		rec, err := get[agentTokenRec](tx, bucketAgentTokens, string(key))
+		if err == nil && (rec == nil || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) != 1) {
+			err = errBadAgentToken
 		}
-		if !ok || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) != 1 {
-			return errBadAgentToken
-		}
-		return nil
+		return rec, err
 	})
 	if err != nil {
-		return nil, fault.Wrap("check the agent token", err)
+		return nil, err
 	}
 	// The token's first use is its agent's enrolment: the lifecycle
 	// waits for it before it calls the container running.
@@ -245,18 +230,8 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 	if err != nil {
 		return err
 	}
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
-		}
-		return nil
-	})
-	if err != nil {
-		return fault.Wrap("check access", err)
+	if err := s.containerExists(ctx, id); err != nil {
+		return err
 	}
 	if caller.Kind != auth.KindAgent {
 		return errAgentRoute
@@ -267,32 +242,25 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 	return nil
 }
 
-// checkManage admits an admin, or a manager or the owner of the project of
-// the container of path id.
-func (s *Service) checkManage(ctx context.Context, param func(string) string) error {
-	return s.checkAdminOr(roleManager)(ctx, param)
-}
-
 // checkAdminOr admits an admin, or a caller with at least need on the
-// project of the container of path id.
+// project of the container of path id (container.manage: need manager).
 func (s *Service) checkAdminOr(need level) platform.Check {
+	people := s.checkContainer(need)
 	return func(ctx context.Context, param func(string) string) error {
-		return s.adminOr(ctx, param, need)
+		if p, ok := auth.FromContext(ctx); ok && p.IsAdmin() {
+			if err := validID("id", param("id")); err != nil {
+				return err
+			}
+			return s.containerExists(ctx, param("id"))
+		}
+		return people(ctx, param)
 	}
 }
 
-func (s *Service) adminOr(ctx context.Context, param func(string) string, need level) error {
-	if p, ok := auth.FromContext(ctx); ok && p.IsAdmin() {
-		if err := validID("id", param("id")); err != nil {
-			return err
-		}
-		return fault.Wrap("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
-			c, err := getContainer(tx, param("id"))
-			if err == nil && c == nil {
-				err = fault.NotFound("container", param("id"))
-			}
-			return err
-		}))
-	}
-	return s.checkContainer(need)(ctx, param)
+// containerExists is an access check's 404 when no container has id.
+func (s *Service) containerExists(ctx context.Context, id string) error {
+	return fault.Wrap("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		_, err := findContainer(tx, id)
+		return err
+	}))
 }

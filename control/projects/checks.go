@@ -45,7 +45,7 @@ var (
 
 // callerLevel is what userID may do on project p (read in tx).
 func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
-	lv, err := callerLevels(tx, []*Project{p}, userID)
+	lv, err := callerLevels(tx, []Project{*p}, userID)
 	if err != nil {
 		return roleNone, err
 	}
@@ -54,7 +54,7 @@ func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
 
 // callerLevels is callerLevel for each of ps, with one multi-get for the
 // membership entries and one for their permissions.
-func callerLevels(tx *store.Tx, ps []*Project, userID string) ([]level, error) {
+func callerLevels(tx *store.Tx, ps []Project, userID string) ([]level, error) {
 	out := make([]level, len(ps))
 	var at []int // the projects userID does not own
 	var memberKeys []string
@@ -99,12 +99,9 @@ func callerLevels(tx *store.Tx, ps []*Project, userID string) ([]level, error) {
 // projectAt is project id for userID, who needs at least need: 404
 // unknown, 403 not enough.
 func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, error) {
-	p, err := getProject(tx, id)
+	p, err := findProject(tx, id)
 	if err != nil {
 		return nil, roleNone, err
-	}
-	if p == nil {
-		return nil, roleNone, fault.NotFound("project", id)
 	}
 	lv, err := callerLevel(tx, p, userID)
 	if err == nil && lv < need {
@@ -116,13 +113,7 @@ func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, er
 // checkProject admits callers with at least need on the project of path
 // parameter id: 400 malformed id, 404 unknown, 403 not enough.
 func (s *Service) checkProject(need level) platform.Check {
-	return s.check(need, errNoProjectAccess, func(tx *store.Tx, id string) (*Project, error) {
-		p, err := getProject(tx, id)
-		if err == nil && p == nil {
-			err = fault.NotFound("project", id)
-		}
-		return p, err
-	})
+	return s.check(need, errNoProjectAccess, findProject)
 }
 
 // checkContainer admits callers with at least need on the project of the
@@ -132,7 +123,17 @@ func (s *Service) checkProject(need level) platform.Check {
 // container, nothing else: the host lets it reach only routes that take
 // agents.
 func (s *Service) checkContainer(need level) platform.Check {
-	people := s.checkContainerPeople(need)
+	people := s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
+		c, err := findContainer(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		p, err := getProject(tx, c.ProjectID)
+		if err == nil && p == nil {
+			err = errNoContainerAccess // a container outlived its project: nobody's
+		}
+		return p, err
+	})
 	return func(ctx context.Context, param func(string) string) error {
 		if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
 			if need > roleViewer {
@@ -142,23 +143,6 @@ func (s *Service) checkContainer(need level) platform.Check {
 		}
 		return people(ctx, param)
 	}
-}
-
-func (s *Service) checkContainerPeople(need level) platform.Check {
-	return s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
-		c, err := getContainer(tx, id)
-		if err != nil {
-			return nil, err
-		}
-		if c == nil {
-			return nil, fault.NotFound("container", id)
-		}
-		p, err := getProject(tx, c.ProjectID)
-		if err == nil && p == nil {
-			err = errNoContainerAccess // a container outlived its project: nobody's
-		}
-		return p, err
-	})
 }
 
 // check validates the id, finds the project it leads to (404 from

@@ -7,7 +7,6 @@ import (
 	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/signing"
-	"deckhand/platform/store"
 )
 
 // A container claim says "container X of project P calls you, container
@@ -58,25 +57,14 @@ func (s *Service) MintContainerClaim(ctx context.Context, req ContainerClaimRequ
 	if keys == nil {
 		return nil, errSigningOff
 	}
-	var project string
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
-		}
-		project = c.ProjectID
-		return nil
-	})
+	c, err := s.current(ctx, id)
 	if err != nil {
-		return nil, fault.Wrap("read the container", err)
+		return nil, err
 	}
 	ttl, _ := signing.ClaimTTL(in.TTLSeconds)
 	iat := s.now()
 	exp := iat.Add(ttl)
-	out, err := keys.Issue(proxyperm.ContainerClaim{Type: proxyperm.ClaimTypeContainer, Container: id, Project: project,
+	out, err := keys.Issue(proxyperm.ContainerClaim{Type: proxyperm.ClaimTypeContainer, Container: id, Project: c.ProjectID,
 		Audience: in.Audience, IssuedAt: iat.Unix(), Expires: exp.Unix()}, iat, exp)
 	if err != nil {
 		return nil, fault.Internal("sign the container claim", err)
@@ -92,5 +80,5 @@ func (s *Service) checkClaim(ctx context.Context, param func(string) string) err
 	if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
 		return s.checkAgent(ctx, param)
 	}
-	return s.checkManage(ctx, param)
+	return s.checkAdminOr(roleManager)(ctx, param)
 }

@@ -2,11 +2,10 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"regexp"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -98,11 +97,9 @@ func (in *AdminContainerInput) Validate() error {
 	if err := validID("project_id", in.ProjectID); err != nil {
 		return err
 	}
-	n, err := cleanName("name", in.Name)
-	if err != nil {
+	if err := cleanName("name", &in.Name); err != nil {
 		return err
 	}
-	in.Name = n
 	if in.ServerID != "" && !serverIDRe.MatchString(in.ServerID) {
 		return fault.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
 	}
@@ -110,30 +107,6 @@ func (in *AdminContainerInput) Validate() error {
 		return validID("id", in.ID)
 	}
 	return nil
-}
-
-func getContainer(tx *store.Tx, id string) (*Container, error) {
-	var c Container
-	ok, err := tx.Get(bucketContainers, id, &c)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// projectContainers is project id's containers oldest first, at most
-// limit (0: every one).
-func projectContainers(tx *store.Tx, id string, limit int) ([]*Container, error) {
-	pg, err := store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
-		Sort: []string{"created_at"}, Limit: limit, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Container, len(pg.Items))
-	for i := range pg.Items {
-		out[i] = &pg.Items[i]
-	}
-	return out, nil
 }
 
 // AdminCreateContainer registers a container (admins only).
@@ -191,62 +164,42 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	var pg store.Page[Container]
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		pg, err = store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
+	pg, err := transact(ctx, s.db.ViewContext, "list containers", func(tx *store.Tx) (store.Page[Container], error) {
+		return store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
 			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
-		return err
 	})
 	if err != nil {
-		return nil, fault.Wrap("list containers", err)
+		return nil, err
 	}
 	for i := range pg.Items {
 		pg.Items[i] = *s.decorate(&pg.Items[i])
 	}
-	return &ContainerList{Containers: pg.Items, Pagination: Pagination{Total: pg.Total, Page: page, Limit: limit,
-		TotalPages: (pg.Total + limit - 1) / limit}}, nil
+	return &ContainerList{Containers: pg.Items, Pagination: Pagination(domain.Paginate(pg.Total, page, limit))}, nil
 }
 
 // GetContainer is one container (the route's policy admitted the caller).
 func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Container, error) {
-	id := ref.ID
-	var out *Container
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
-		}
-		out = c
-		return nil
-	})
+	c, err := s.current(ctx, ref.ID)
 	if err != nil {
-		return nil, fault.Wrap("read the container", err)
+		return nil, err
 	}
-	return s.decorate(out), nil
+	return s.decorate(c), nil
 }
 
 // ProjectStats counts project id's containers, people and configuration.
 func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, error) {
 	id := ref.ID
-	st := &Stats{ProjectID: id}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		*st = Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
-		if p, err := getProject(tx, id); err != nil || p == nil {
-			if err == nil {
-				err = fault.NotFound("project", id)
-			}
-			return err
+	return transact(ctx, s.db.ViewContext, "count the project", func(tx *store.Tx) (*Stats, error) {
+		st := &Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
+		if _, err := findProject(tx, id); err != nil {
+			return nil, err
 		}
 		if tx.GetRaw(bucketDocs, projectDocKey(id)) != nil {
 			st.ProxyDocuments++
 		}
 		cs, err := projectContainers(tx, id, 0)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cids, docKeys := make([]string, len(cs)), make([]string, len(cs))
 		for i, c := range cs {
@@ -254,11 +207,11 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 		}
 		nets, err := store.GetMany[networkRec](tx, bucketNetwork, cids)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		docs, err := tx.GetRawMany(bucketDocs, docKeys)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, c := range cs {
 			st.Containers++
@@ -273,20 +226,13 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 				st.ProxyDocuments++
 			}
 		}
-		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
-			var p Permission
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return err
-			}
+		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		for _, p := range perms {
 			st.Members++
 			st.ByRole[p.Role]++
-			return nil
-		})
+		}
+		return st, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("count the project", err)
-	}
-	return st, nil
 }
 
 // ContainerQuery is GET /api/v1/containers?project_id=.
@@ -310,21 +256,8 @@ func (s *Service) QueryContainers(ctx context.Context, in ContainerQuery) (*Cont
 		return nil, err
 	}
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, in.ProjectID)
-		if err != nil {
-			return err
-		}
-		lv := roleNone
-		if p != nil && !caller.IsAdmin() {
-			if lv, err = callerLevel(tx, p, caller.UserID); err != nil {
-				return err
-			}
-		}
-		if p == nil || (!caller.IsAdmin() && lv == roleNone) {
-			return &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
-				Message: fmt.Sprintf("project_id: project %q not found", in.ProjectID)}
-		}
-		return nil
+		_, err := visibleProject(tx, in.ProjectID, caller)
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("read the project", err)

@@ -45,7 +45,8 @@ func (in *ContainerCreate) validateFork() error {
 			return fault.Invalid("workspace_id", "a workspace is mounted by one container: not with count above 1")
 		}
 		for i := 1; i <= n; i++ {
-			if _, err := cleanName("name", fmt.Sprintf("%s-%d", in.Name, i)); err != nil {
+			name := fmt.Sprintf("%s-%d", in.Name, i)
+			if err := cleanName("name", &name); err != nil {
 				return fault.Invalid("name", "with count %d, %s-%d must be 1-%d characters", n, in.Name, n, maxName)
 			}
 		}
@@ -86,8 +87,11 @@ func errNoSnapshot(id string) error {
 		Message: fmt.Sprintf("snapshot_id: the project has no snapshot %q", id)}
 }
 
-// createContainers makes the containers of a create and starts
-// provisioning them; answered decorated.
+// createContainers makes the containers of a create in a project the
+// caller owns or manages (admins: any project) and starts provisioning
+// them; answered decorated, in creating. Every refusal (unknown or
+// unusable image, a limit out of range, the quota, a name taken) comes
+// before anything is written or asked of the engine.
 func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*Container, error) {
 	caller, err := platform.Caller(ctx)
 	if err != nil {
@@ -97,13 +101,13 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 	// it may not see from the image's answer.
 	var snap *Snapshot
 	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
+		if err := creatable(tx, in.ProjectID, caller); err != nil {
 			return err
 		}
 		if in.SnapshotID == "" {
 			return nil
 		}
-		sn, err := getSnapshot(tx, in.SnapshotID)
+		sn, err := get[Snapshot](tx, bucketSnapshots, in.SnapshotID)
 		if err != nil {
 			return err
 		}
@@ -152,11 +156,11 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 	pin := s.pinFor(ctx, in, snap)
 	var tokens map[string]string
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
+		if err := creatable(tx, in.ProjectID, caller); err != nil {
 			return err
 		}
 		if snap != nil {
-			if sn, err := getSnapshot(tx, snap.ID); err != nil || sn == nil {
+			if sn, err := get[Snapshot](tx, bucketSnapshots, snap.ID); err != nil || sn == nil {
 				if err == nil {
 					err = errNoSnapshot(snap.ID)
 				}

@@ -56,10 +56,7 @@ func (in *IdleSettings) Validate() error {
 }
 
 func (in *IdleSettings) idleAction() string {
-	if in.IdleTimeoutSeconds == 0 && in.IdleAction == "" {
-		return ""
-	}
-	if in.IdleAction == "" {
+	if in.IdleAction == "" && in.IdleTimeoutSeconds != 0 {
 		return IdleStop
 	}
 	return in.IdleAction

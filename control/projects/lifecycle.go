@@ -2,13 +2,13 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,11 +145,9 @@ func (in *ContainerCreate) Validate() error {
 	if err := validID("project_id", in.ProjectID); err != nil {
 		return err
 	}
-	n, err := cleanName("name", in.Name)
-	if err != nil {
+	if err := cleanName("name", &in.Name); err != nil {
 		return err
 	}
-	in.Name = n
 	if err := in.validateFork(); err != nil {
 		return err
 	}
@@ -192,12 +190,12 @@ type lifecycle struct {
 	mu       sync.Mutex
 	locks    map[string]*sync.Mutex
 	inflight map[string]bool
-	// reconciling is set once the reconciler runs.
-	reconciling bool
-	enrolled    sync.Map          // agent token id → struct{}: its enrolment is stored
-	enrolling   sync.Map          // container id → time.Time: its agent's latest enrolment this process saw
-	signals     signals           // wake the waits on a container (lifecycle_wait.go)
-	minted      map[string]string // container id → the agent token its create minted, for provision
+	// start starts the reconcilers once (Bootstrap).
+	start     sync.Once
+	enrolled  sync.Map          // agent token id → struct{}: its enrolment is stored
+	enrolling sync.Map          // container id → time.Time: its agent's latest enrolment this process saw
+	signals   signals           // wake the waits on a container (lifecycle_wait.go)
+	minted    map[string]string // container id → the agent token its create minted, for provision
 }
 
 func newLifecycle(rt Runtime) *lifecycle {
@@ -214,10 +212,10 @@ func newLifecycle(rt Runtime) *lifecycle {
 		rt.ContainerDomain = "localhost"
 	}
 	if rt.HealthClient == nil {
-		rt.HealthClient = defaultHealthClient()
+		rt.HealthClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &lifecycle{rt: rt, ctx: ctx, stop: stop, locks: map[string]*sync.Mutex{}, inflight: map[string]bool{}}
+	return &lifecycle{rt: rt, ctx: ctx, stop: stop, locks: map[string]*sync.Mutex{}, inflight: map[string]bool{}, minted: map[string]string{}}
 }
 
 // lock serializes what acts on one container (API actions, provisioning
@@ -304,79 +302,49 @@ func (s *Service) setStatus(tx *store.Tx, ctx context.Context, c *Container, sta
 // the record as written, or nil when the record is gone or in another
 // status.
 func (s *Service) move(ctx context.Context, id string, from []string, status, reason string, mutate func(*Container)) (*Container, error) {
-	var out *Container
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	out, err := transact(ctx, s.db.UpdateContext, "record the container's status", func(tx *store.Tx) (*Container, error) {
 		c, err := getContainer(tx, id)
-		if err != nil || c == nil {
-			return err
-		}
-		if len(from) > 0 && !contains(from, c.Status) {
-			return nil
+		if err != nil || c == nil || (len(from) > 0 && !slices.Contains(from, c.Status)) {
+			return nil, err
 		}
 		if mutate != nil {
 			mutate(c)
 		}
-		out = c
-		return s.setStatus(tx, ctx, c, status, reason)
+		return c, s.setStatus(tx, ctx, c, status, reason)
 	})
 	if err != nil {
-		return nil, fault.Wrap("record the container's status", err)
+		return nil, err
 	}
 	s.lc.signals.fire(id)
 	return out, nil
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// CreateContainer makes a container in a project the caller owns or
-// manages (admins: any project) and starts provisioning it: 201 in
-// creating. Every refusal (unknown or unusable image, a limit out of
-// range, the quota, a name taken) comes before anything is written or
-// asked of the engine. With count it makes that many (fork.go).
-func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Container, error) {
-	cs, err := s.createContainers(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return cs[0], nil
-}
-
-// creatableProject is project id if the caller may create containers in
-// it: an admin, its owner or a manager. A project the caller is no member
-// of answers 404, as an unknown one: its existence is not the caller's to
-// learn from a body field.
-func (s *Service) creatableProject(tx *store.Tx, id string, caller *auth.Principal) (*Project, error) {
+// visibleProject is caller's level on project id (roleNone for an
+// admin). A project the caller is no member of answers 404 naming
+// project_id, as an unknown one: its existence is not the caller's to
+// learn from a field.
+func visibleProject(tx *store.Tx, id string, caller *auth.Principal) (level, error) {
 	p, err := getProject(tx, id)
-	if err != nil {
-		return nil, err
+	lv := roleNone
+	if err == nil && p != nil && !caller.IsAdmin() {
+		lv, err = callerLevel(tx, p, caller.UserID)
 	}
-	notFound := &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
-		Message: fmt.Sprintf("project_id: project %q not found", id)}
-	if p == nil {
-		return nil, notFound
+	if err == nil && (p == nil || (!caller.IsAdmin() && lv == roleNone)) {
+		err = &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
+			Message: fmt.Sprintf("project_id: project %q not found", id)}
 	}
-	if caller.IsAdmin() {
-		return p, nil
-	}
-	lv, err := callerLevel(tx, p, caller.UserID)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case lv == roleNone:
-		return nil, notFound
-	case lv < roleManager:
-		return nil, &fault.Error{Code: fault.CodeForbidden, Field: "project_id", Details: "project_id",
+	return lv, err
+}
+
+// creatable checks that the caller may create containers in project id:
+// an admin, its owner or a manager.
+func creatable(tx *store.Tx, id string, caller *auth.Principal) error {
+	lv, err := visibleProject(tx, id, caller)
+	if err == nil && !caller.IsAdmin() && lv < roleManager {
+		err = &fault.Error{Code: fault.CodeForbidden, Field: "project_id", Details: "project_id",
 			Message: "project_id: creating containers needs the project's owner or manager role (yours: " + roleName(lv) + ")"}
 	}
-	return p, nil
+	return err
 }
 
 // mintAgentToken replaces container id's agent tokens with a new one (in
@@ -417,15 +385,11 @@ func loopbackHost(h string) bool {
 func engineReason(err error, image string) string {
 	switch {
 	case errors.Is(err, runtime.ErrImageMissing):
-		return imageMissing(image)
+		return fmt.Sprintf("image %s is not in the container engine: build it (make image) or load it, then start the container again", image)
 	case errors.Is(err, runtime.ErrUnavailable):
 		return "the container engine is unreachable (check that dockerd runs and --docker-host points at it): " + err.Error()
 	}
 	return "the container engine refused: " + err.Error()
-}
-
-func imageMissing(image string) string {
-	return fmt.Sprintf("image %s is not in the container engine: build it (make image) or load it, then start the container again", image)
 }
 
 // engineErr is an API answer for a driver error.
@@ -440,15 +404,8 @@ func engineErr(op string, err error) error {
 // dropAgentTokens deletes every agent token of container id (in tx); the
 // keys are gathered first, as deleting under a scan may skip entries.
 func dropAgentTokens(tx *store.Tx, id string) error {
-	var recs []agentTokenRec
-	if err := tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
-		var r agentTokenRec
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
+	recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+	if err != nil {
 		return err
 	}
 	for _, r := range recs {

@@ -16,10 +16,6 @@ import (
 	"deckhand/platform/store"
 )
 
-func defaultHealthClient() *http.Client {
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-}
-
 // provisionAsync provisions container id in the background unless work
 // on it is already under way.
 func (s *Service) provisionAsync(id string) {
@@ -95,7 +91,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 		// for a container made now.
 		token, minted, err := s.takeMinted(id), c, error(nil)
 		if token == "" {
-			token, minted, err = s.mintFirstToken(ctx, id)
+			token, minted, err = s.mintToken(ctx, id, true)
 		}
 		if err != nil {
 			fail("the control plane could not mint the agent's token: " + err.Error())
@@ -109,16 +105,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 			}
 			ph.mark("inspected")
 			if st.State == runtime.StateMissing {
-				err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-					cur, err := getContainer(tx, id)
-					if err != nil || cur == nil {
-						return err
-					}
-					minted = cur
-					token, err = s.mintAgentToken(tx, ctx, cur)
-					return err
-				})
-				if err != nil {
+				if token, minted, err = s.mintToken(ctx, id, false); err != nil {
 					fail("the control plane could not mint the agent's token: " + err.Error())
 					return true
 				}
@@ -145,7 +132,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 	if step() {
 		return
 	}
-	addr, reason := s.awaitAgentPhases(ctx, id, deadline, true, ph)
+	addr, reason := s.awaitAgent(ctx, id, deadline, true, ph)
 	unlock := s.lc.lock(id)
 	defer unlock()
 	if ctx.Err() != nil {
@@ -319,17 +306,15 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	switch c.Status {
 	case StatusRunning, StatusCreating:
-		unlock()
 		return s.decorate(c), nil
 	case StatusDeleting:
-		unlock()
 		return nil, errDeleting(id)
 	}
 	if c.Recreate {
 		// Limits or autostart changed while it was stopped.
-		defer unlock()
 		c, err = s.recreate(ctx, c)
 		if err != nil {
 			return nil, err
@@ -338,19 +323,16 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 	}
 	st, err := drv.Inspect(ctx, id)
 	if err != nil {
-		unlock()
 		return nil, engineErr("start the container", err)
 	}
 	if st.State == runtime.StateMissing {
 		c, err = s.move(ctx, id, nil, StatusCreating, "", nil)
-		unlock()
 		if err != nil {
 			return nil, err
 		}
 		s.provisionAsync(id)
 		return s.decorate(c), nil
 	}
-	defer unlock()
 	if st.State == runtime.StatePaused {
 		err = drv.Resume(ctx, id)
 	} else {
@@ -365,14 +347,17 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 // settle waits (up to the enrolment timeout) for container id's agent to
 // answer, and records running or failed.
 func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
-	addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false)
-	var c *Container
-	var err error
+	addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false, nil)
 	if reason != "" {
-		c, err = s.move(ctx, id, nil, StatusFailed, reason, nil)
-	} else {
-		c, err = s.move(ctx, id, nil, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
+		return s.moveTo(ctx, id, StatusFailed, reason, nil)
 	}
+	return s.moveTo(ctx, id, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
+}
+
+// moveTo moves container id to status whatever its status, and answers
+// it as written (404 when it is gone).
+func (s *Service) moveTo(ctx context.Context, id, status, reason string, mutate func(*Container)) (*Container, error) {
+	c, err := s.move(ctx, id, nil, status, reason, mutate)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +365,15 @@ func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
 		return nil, fault.NotFound("container", id)
 	}
 	return s.decorate(c), nil
+}
+
+// engineFailed answers the error of engine action op on container id: a
+// container whose engine object is gone is failed, with the reason.
+func (s *Service) engineFailed(ctx context.Context, id, op string, err error) (*Container, error) {
+	if errors.Is(err, runtime.ErrNotFound) {
+		return s.moveTo(ctx, id, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
+	}
+	return nil, engineErr(op, err)
 }
 
 // StopContainer stops a container (its agent gets 10 s to stop); a
@@ -394,22 +388,10 @@ func (s *Service) StopContainer(ctx context.Context, in ContainerAction) (*Conta
 	if c.Status == StatusDeleting {
 		return nil, errDeleting(id)
 	}
-	if err := drv.Stop(ctx, id, stopGrace); errors.Is(err, runtime.ErrNotFound) {
-		c, err = s.move(ctx, id, nil, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
-		if err != nil {
-			return nil, err
-		}
-		return s.decorate(c), nil
-	} else if err != nil {
-		return nil, engineErr("stop the container", err)
+	if err := drv.Stop(ctx, id, stopGrace); err != nil {
+		return s.engineFailed(ctx, id, "stop the container", err)
 	}
-	if c, err = s.move(ctx, id, nil, StatusStopped, "", func(c *Container) { c.AgentAddr = "" }); err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, fault.NotFound("container", id)
-	}
-	return s.decorate(c), nil
+	return s.moveTo(ctx, id, StatusStopped, "", func(c *Container) { c.AgentAddr = "" })
 }
 
 const stopGrace = 10 * time.Second
@@ -520,14 +502,9 @@ func errDeleting(id string) error {
 
 // current is container id, 404 when gone.
 func (s *Service) current(ctx context.Context, id string) (*Container, error) {
-	c, err := s.loadContainer(ctx, id)
-	if err != nil {
-		return nil, fault.Wrap("read the container", err)
-	}
-	if c == nil {
-		return nil, fault.NotFound("container", id)
-	}
-	return c, nil
+	return transact(ctx, s.db.ViewContext, "read the container", func(tx *store.Tx) (*Container, error) {
+		return findContainer(tx, id)
+	})
 }
 
 // agentURL is the control-plane URL the agents are given.
@@ -565,11 +542,9 @@ type ContainerChanges struct {
 // Validate checks each field given.
 func (in *ContainerChanges) Validate() error {
 	if in.Name != nil {
-		n, err := cleanName("name", *in.Name)
-		if err != nil {
+		if err := cleanName("name", in.Name); err != nil {
 			return err
 		}
-		in.Name = &n
 	}
 	if in.Name == nil && in.Resources == nil && in.Autostart == nil && in.IdleTimeoutSeconds == nil && in.IdleAction == nil {
 		return fault.Invalid("body", "give name, resources, autostart, idle_timeout_seconds or idle_action")
@@ -590,18 +565,14 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 	id, ch := in.ID, in.Body
 	unlock := s.lc.lock(id)
 	defer unlock()
-	var out *Container
 	var recreateNow bool
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
+	out, err := transact(ctx, s.db.UpdateContext, "update the container", func(tx *store.Tx) (*Container, error) {
+		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
+			return nil, err
 		}
 		if c.Status == StatusDeleting {
-			return errDeleting(id)
+			return nil, errDeleting(id)
 		}
 		ev := func(kind string, payload map[string]any) error {
 			return s.event(tx, ctx, events.Event{EventType: kind, ResourceType: "container", ResourceID: id,
@@ -610,26 +581,26 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 		if ch.Name != nil && *ch.Name != c.Name {
 			cs, err := projectContainers(tx, c.ProjectID, 0)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, o := range cs {
 				if o.ID != id && strings.EqualFold(o.Name, *ch.Name) {
-					return &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
+					return nil, &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
 						Message: fmt.Sprintf("name: the project already has a container named %q (names are unique in a project, ignoring case)", *ch.Name)}
 				}
 			}
 			if err := ev("container.renamed", map[string]any{"from": c.Name, "to": *ch.Name}); err != nil {
-				return err
+				return nil, err
 			}
 			c.Name = *ch.Name
 		}
 		if err := applyIdle(ev, c, ch.IdleTimeoutSeconds, ch.IdleAction); err != nil {
-			return err
+			return nil, err
 		}
 		engine := false
 		if ch.Resources != nil && *ch.Resources != c.Resources {
 			if err := ev("container.resource_updated", map[string]any{"cpus": ch.Resources.CPUs, "memory_mb": ch.Resources.MemoryMB}); err != nil {
-				return err
+				return nil, err
 			}
 			c.Resources, engine = *ch.Resources, true
 		}
@@ -639,7 +610,7 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 				kind = "container.autostart_enabled"
 			}
 			if err := ev(kind, map[string]any{"autostart": *ch.Autostart}); err != nil {
-				return err
+				return nil, err
 			}
 			c.Autostart, engine = *ch.Autostart, true
 		}
@@ -652,11 +623,10 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 			}
 		}
 		c.UpdatedAt = s.now()
-		out = c
-		return tx.Put(bucketContainers, id, c)
+		return c, tx.Put(bucketContainers, id, c)
 	})
 	if err != nil {
-		return nil, fault.Wrap("update the container", err)
+		return nil, err
 	}
 	if recreateNow {
 		if out, err = s.recreate(ctx, out); err != nil {

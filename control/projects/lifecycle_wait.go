@@ -125,12 +125,9 @@ func (p *phases) log(log *slog.Logger, msg, id string) {
 
 // awaitAgent waits until container id's agent has enrolled (when
 // enrol) and its gateway answers the health check, or deadline: the
-// agent's address, or the reason it is not running.
-func (s *Service) awaitAgent(ctx context.Context, id string, deadline time.Time, enrol bool) (addr, reason string) {
-	return s.awaitAgentPhases(ctx, id, deadline, enrol, nil)
-}
-
-func (s *Service) awaitAgentPhases(ctx context.Context, id string, deadline time.Time, enrol bool, ph *phases) (addr, reason string) {
+// agent's address, or the reason it is not running. ph, when given,
+// times the steps.
+func (s *Service) awaitAgent(ctx context.Context, id string, deadline time.Time, enrol bool, ph *phases) (addr, reason string) {
 	changed, release := s.lc.signals.sub(id)
 	defer release()
 	enrolled, healthy, lastErr := !enrol, false, ""
@@ -223,11 +220,11 @@ func (s *Service) awaitAgentPhases(ctx context.Context, id string, deadline time
 	}
 }
 
-// mintFirstToken mints container id's agent token when it has none (its
-// engine container cannot exist yet): the token and the record as
-// written; a nil record when the container had a token already (or is
-// gone).
-func (s *Service) mintFirstToken(ctx context.Context, id string) (string, *Container, error) {
+// mintToken mints container id's agent token (first: only when it has
+// none, so its engine container cannot exist yet): the token and the
+// record as written; a nil record when the container had a token
+// already (first) or is gone.
+func (s *Service) mintToken(ctx context.Context, id string, first bool) (string, *Container, error) {
 	var token string
 	var out *Container
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
@@ -236,7 +233,7 @@ func (s *Service) mintFirstToken(ctx context.Context, id string) (string, *Conta
 		if err != nil || c == nil {
 			return err
 		}
-		if tx.CountPrefix(bucketAgentTokens, id+"/") > 0 {
+		if first && tx.CountPrefix(bucketAgentTokens, id+"/") > 0 {
 			return nil
 		}
 		token, err = s.mintAgentToken(tx, ctx, c)
@@ -273,9 +270,6 @@ func (s *Service) mintCreated(tx *store.Tx, ctx context.Context, cs []*Container
 func (s *Service) provisionMinted(id, token string) {
 	if token != "" {
 		s.lc.mu.Lock()
-		if s.lc.minted == nil {
-			s.lc.minted = map[string]string{}
-		}
 		s.lc.minted[id] = token
 		s.lc.mu.Unlock()
 	}

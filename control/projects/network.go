@@ -146,7 +146,7 @@ func (r *networkRec) remote(now time.Time) *RemoteStatus {
 	*rs = RemoteStatus{IsRunning: rep.IsRunning, LastCheck: rep.LastCheck, Reported: true, ReportedAt: r.ReportedAt,
 		Enforceable: &en, Reason: rep.Reason, AppliedVersion: rep.Version, InSync: rep.Version == r.Version,
 		ProxyReachable: rep.ProxyReachable, Error: rep.Error, Allowed: rep.Allowed, Denied: rep.Denied, Dropped: rep.Dropped,
-		RecentDecisions: nonNilDecisions(rep.Recent)}
+		RecentDecisions: nonNil(rep.Recent)}
 	if r.ReportedAt != nil && now.Sub(*r.ReportedAt) > reportStale {
 		rs.IsRunning = false
 		rs.Error = "no report from the container's agent since " + r.ReportedAt.UTC().Format(time.RFC3339)
@@ -154,18 +154,11 @@ func (r *networkRec) remote(now time.Time) *RemoteStatus {
 	return rs
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
-}
-
-func nonNilDecisions(d []netconf.Decision) []netconf.Decision {
-	if d == nil {
-		return []netconf.Decision{}
-	}
-	return d
 }
 
 // NetworkEffectivePath is the route the agent polls.
@@ -297,40 +290,32 @@ func splitProxy(typ, raw string) (string, *url.Userinfo, error) {
 	return ep, user, nil
 }
 
+// netOf is container id's network configuration, 404 when none is
+// stored.
+func netOf(tx *store.Tx, id string) (*networkRec, error) {
+	r, err := get[networkRec](tx, bucketNetwork, id)
+	if err == nil && r == nil {
+		err = fault.NotFound("network configuration of container", id)
+	}
+	return r, err
+}
+
 // credentials are what bucketNetCreds holds, sealed.
 type credentials struct {
 	Username string `json:"username"`
 	Password string `json:"password,omitempty"`
 }
 
-func (s *Service) netForContainer(tx *store.Tx, id string) (*networkRec, error) {
-	var r networkRec
-	ok, err := tx.Get(bucketNetwork, id, &r)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &r, nil
-}
-
 // GetNetwork is container id's network configuration (404 when none).
 func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, error) {
 	id := ref.ID
-	var out *Network
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+	return transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*Network, error) {
+		r, err := netOf(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
-		}
-		out = r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now())
-		return nil
+		return r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now()), nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the network configuration", err)
-	}
-	return out, nil
 }
 
 // NetworkPut is PUT /api/v1/containers/{id}/network.
@@ -355,17 +340,13 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		}
 	}
 	now := s.now()
-	var out *Network
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if c, err := getContainer(tx, id); err != nil || c == nil {
-			if err == nil {
-				err = fault.NotFound("container", id)
-			}
-			return err
+	return transact(ctx, s.db.UpdateContext, "store the network configuration", func(tx *store.Tx) (*Network, error) {
+		if _, err := findContainer(tx, id); err != nil {
+			return nil, err
 		}
-		old, err := s.netForContainer(tx, id)
+		old, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := &networkRec{ContainerID: id, Type: in.Type, Proxy: in.endpoint, Country: in.Country, City: in.City, Region: in.Region,
 			Comment: in.Comment, DNSServers: in.DNSServers, Allow: in.Allow, Deny: in.Deny, Status: netConfigured, ConfiguredAt: now, Version: 1}
@@ -376,7 +357,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 			// one: the agent refuses a version lower than one it saw.
 			var last int64
 			if _, err := tx.Get(bucketNetVersion, id, &last); err != nil {
-				return err
+				return nil, err
 			}
 			r.Version = last + 1
 		}
@@ -384,26 +365,18 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		switch {
 		case sealed != "":
 			if err := tx.PutRaw(bucketNetCreds, id, []byte(sealed)); err != nil {
-				return err
+				return nil, err
 			}
 			hasCreds = true
 		case old != nil && in.endpoint != "" && old.Proxy == in.endpoint && tx.GetRaw(bucketNetCreds, id) != nil:
 			hasCreds = true // same endpoint without userinfo: keep them
 		default:
 			if err := tx.Delete(bucketNetCreds, id); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		if err := tx.Put(bucketNetwork, id, r); err != nil {
-			return err
-		}
-		out = r.view(hasCreds, false, now)
-		return nil
+		return r.view(hasCreds, false, now), tx.Put(bucketNetwork, id, r)
 	})
-	if err != nil {
-		return nil, fault.Wrap("store the network configuration", err)
-	}
-	return out, nil
 }
 
 var errNotConfigured = &fault.Error{Code: fault.CodeBadRequest, Message: "the container's network is not configured: PUT a configuration first", Details: "network"}
@@ -421,14 +394,13 @@ func (s *Service) StopNetwork(ctx context.Context, ref ContainerRef) (*NetworkSt
 // SetNetworkRunning starts (run) or stops the network layer.
 func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*NetworkState, error) {
 	now := s.now()
-	var out NetworkState
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+	return transact(ctx, s.db.UpdateContext, "change the network state", func(tx *store.Tx) (*NetworkState, error) {
+		r, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if r == nil {
-			return errNotConfigured
+			return nil, errNotConfigured
 		}
 		r.IsRunning, r.Status = run, netStopped
 		if run {
@@ -436,28 +408,17 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 		}
 		r.LastCheck = &now
 		r.Version++
-		if err := tx.Put(bucketNetwork, id, r); err != nil {
-			return err
-		}
-		out = NetworkState{ContainerID: id, Status: r.Status, IsRunning: run, LastCheck: now}
-		return nil
+		return &NetworkState{ContainerID: id, Status: r.Status, IsRunning: run, LastCheck: now}, tx.Put(bucketNetwork, id, r)
 	})
-	if err != nil {
-		return nil, fault.Wrap("change the network state", err)
-	}
-	return &out, nil
 }
 
 // DeleteNetwork removes the configuration and its credentials.
 func (s *Service) DeleteNetwork(ctx context.Context, ref ContainerRef) error {
 	id := ref.ID
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := netOf(tx, id)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
 		}
 		if err := tx.Put(bucketNetVersion, id, r.Version); err != nil {
 			return err
@@ -481,15 +442,24 @@ func (s *Service) ProxyCredentials(ctx context.Context, id string) (username, pa
 	if err != nil || len(sealed) == 0 {
 		return "", "", false, err
 	}
-	plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+	c, err := s.openCredentials(id, sealed)
 	if err != nil {
 		return "", "", false, err
 	}
-	var c credentials
-	if err := json.Unmarshal(plain, &c); err != nil {
-		return "", "", false, err
-	}
 	return c.Username, c.Password, true, nil
+}
+
+// openCredentials opens container id's sealed proxy credentials.
+func (s *Service) openCredentials(id string, sealed []byte) (credentials, error) {
+	var c credentials
+	plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+	if err != nil {
+		return c, fault.Internal("open the proxy credentials", err)
+	}
+	if err := json.Unmarshal(plain, &c); err != nil {
+		return c, fault.Internal("read the proxy credentials", err)
+	}
+	return c, nil
 }
 
 // agentPolicy admits only the container's own agent token (agt_) to the
@@ -503,33 +473,20 @@ func (s *Service) agentPolicy() platform.Policy {
 // EffectiveNetwork is what container id's agent enforces, with the
 // proxy credentials opened; 404 when nothing is configured.
 func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Document, error) {
-	var rec *networkRec
 	var sealed []byte
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
-		}
-		rec = r
+	rec, err := transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*networkRec, error) {
 		sealed = append([]byte(nil), tx.GetRaw(bucketNetCreds, id)...)
-		return nil
+		return netOf(tx, id)
 	})
 	if err != nil {
-		return nil, fault.Wrap("read the network configuration", err)
+		return nil, err
 	}
 	d := &netconf.Document{Container: id, Type: rec.Type, Proxy: rec.Proxy, DNSServers: rec.DNSServers, Running: rec.Status == netRunning,
 		Allow: rec.Allow, Deny: rec.Deny, Version: rec.Version, ConfiguredAt: rec.ConfiguredAt}
 	if len(sealed) > 0 && rec.Proxy != "" {
-		plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+		c, err := s.openCredentials(id, sealed)
 		if err != nil {
-			return nil, fault.Internal("open the proxy credentials", err)
-		}
-		var c credentials
-		if err := json.Unmarshal(plain, &c); err != nil {
-			return nil, fault.Internal("read the proxy credentials", err)
+			return nil, err
 		}
 		u, err := url.Parse(rec.Proxy)
 		if err != nil {
@@ -545,17 +502,19 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 	return d, nil
 }
 
-func networkETag(d *netconf.Document) string { return "network:v" + strconv.FormatInt(d.Version, 10) }
-
 // Poll is an agent's conditional read of what it enforces.
 type Poll struct {
 	ContainerRef
 	IfNoneMatch string `header:"If-None-Match" doc:"the ETag the agent holds; 304 when it is still current"`
 }
 
-// current: the agent holds tag (with or without its quotes).
-func (p Poll) current(tag string) bool {
-	return strings.Trim(strings.TrimSpace(p.IfNoneMatch), `"`) == tag
+// polled answers body with the ETag header of tag, or 304 without it when
+// the agent of p holds tag (with or without its quotes).
+func polled[T any](p Poll, tag string, body *T) (etag string, status int, _ *T) {
+	if strings.Trim(strings.TrimSpace(p.IfNoneMatch), `"`) == tag {
+		return `"` + tag + `"`, http.StatusNotModified, nil
+	}
+	return `"` + tag + `"`, 0, body
 }
 
 // EffectiveNetworkAnswer is the effective configuration with its ETag; 304
@@ -572,11 +531,8 @@ func (s *Service) PollNetwork(ctx context.Context, in Poll) (*EffectiveNetworkAn
 	if err != nil {
 		return nil, err
 	}
-	tag := networkETag(d)
-	out := &EffectiveNetworkAnswer{ETag: `"` + tag + `"`, Body: d}
-	if in.current(tag) {
-		out.Status, out.Body = http.StatusNotModified, nil
-	}
+	out := &EffectiveNetworkAnswer{}
+	out.ETag, out.Status, out.Body = polled(in, "network:v"+strconv.FormatInt(d.Version, 10), d)
 	return out, nil
 }
 
@@ -611,12 +567,9 @@ func (s *Service) ReportNetwork(ctx context.Context, req NetworkReportInput) err
 	}
 	now := s.now()
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.netForContainer(tx, id)
+		r, err := netOf(tx, id)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fault.NotFound("network configuration of container", id)
 		}
 		rep := in.Status
 		r.Report, r.ReportedAt = &rep, &now

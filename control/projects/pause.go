@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -32,27 +31,15 @@ func (s *Service) PauseContainer(ctx context.Context, in ContainerAction) (*Cont
 		return s.decorate(c), nil
 	case StatusRunning:
 	default:
-		return nil, notRunning(id, c.Status, "pause")
+		return nil, notRunning(id, c.Status, "running", "pause")
 	}
 	if !drv.Capabilities().Pause {
-		return nil, errNoPause(drv)
+		return nil, errRuntime(drv, "cannot pause containers")
 	}
-	if err := drv.Pause(ctx, id); errors.Is(err, runtime.ErrNotFound) {
-		c, err = s.move(ctx, id, nil, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
-		if err != nil {
-			return nil, err
-		}
-		return s.decorate(c), nil
-	} else if err != nil {
-		return nil, engineErr("pause the container", err)
+	if err := drv.Pause(ctx, id); err != nil {
+		return s.engineFailed(ctx, id, "pause the container", err)
 	}
-	if c, err = s.move(ctx, id, nil, StatusPaused, "", nil); err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, fault.NotFound("container", id)
-	}
-	return s.decorate(c), nil
+	return s.moveTo(ctx, id, StatusPaused, "", nil)
 }
 
 // ResumeContainer thaws a paused container and answers once its agent
@@ -69,32 +56,22 @@ func (s *Service) ResumeContainer(ctx context.Context, in ContainerAction) (*Con
 		return s.decorate(c), nil
 	case StatusPaused:
 	default:
-		return nil, notRunning(id, c.Status, "resume")
+		return nil, notRunning(id, c.Status, "paused", "resume")
 	}
-	if err := drv.Resume(ctx, id); errors.Is(err, runtime.ErrNotFound) {
-		c, err = s.move(ctx, id, nil, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
-		if err != nil {
-			return nil, err
-		}
-		return s.decorate(c), nil
-	} else if err != nil {
-		return nil, engineErr("resume the container", err)
+	if err := drv.Resume(ctx, id); err != nil {
+		return s.engineFailed(ctx, id, "resume the container", err)
 	}
 	return s.settle(ctx, id)
 }
 
-func notRunning(id, status, action string) error {
-	want := "running"
-	if action == "resume" {
-		want = "paused"
-	}
+func notRunning(id, status, want, action string) error {
 	return &fault.Error{Code: fault.CodeConflict, Details: "status",
 		Message: fmt.Sprintf("container %s is %s: only a %s container can %s", id, status, want, action)}
 }
 
-func errNoPause(drv runtime.Driver) error {
-	return &fault.Error{Code: fault.CodeConflict, Details: "runtime",
-		Message: "the " + drv.Capabilities().Name + " runtime cannot pause containers"}
+// errRuntime answers an action drv's runtime cannot take.
+func errRuntime(drv runtime.Driver, cannot string) error {
+	return &fault.Error{Code: fault.CodeConflict, Details: "runtime", Message: "the " + drv.Capabilities().Name + " runtime " + cannot}
 }
 
 // stateRoutes are the routes of pause, resume, snapshots and workspaces.

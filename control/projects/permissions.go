@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"time"
 
@@ -23,8 +22,6 @@ type Permission struct {
 }
 
 const roleRule = "must be viewer, operator or manager"
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 // GrantInput is the body of POST /api/v1/projects/{id}/permissions.
 type GrantInput struct {
@@ -84,19 +81,12 @@ type RoleChange struct {
 // ListPermissions lists project id's permissions.
 func (s *Service) ListPermissions(ctx context.Context, ref ProjectRef) ([]Permission, error) {
 	id := ref.ID
-	out := []Permission{}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
-			var p Permission
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return err
-			}
-			out = append(out, p)
-			return nil
-		})
+	out, err := transact(ctx, s.db.ViewContext, "list permissions", func(tx *store.Tx) ([]Permission, error) {
+		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		return nonNil(perms), err
 	})
 	if err != nil {
-		return nil, fault.Wrap("list permissions", err)
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
@@ -126,33 +116,26 @@ func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, err
 	}
 	now := s.now()
 	perm := &Permission{ID: newID(), ProjectID: id, UserID: in.UserID, Role: in.Role, CreatedAt: now, UpdatedAt: now}
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, id)
+	return transact(ctx, s.db.UpdateContext, "grant the permission", func(tx *store.Tx) (*Permission, error) {
+		p, err := findProject(tx, id)
 		if err != nil {
-			return err
-		}
-		if p == nil {
-			return fault.NotFound("project", id)
+			return nil, err
 		}
 		if p.OwnerID == in.UserID {
-			return fault.Invalid("user_id", "names the project's owner, who holds every right already")
+			return nil, fault.Invalid("user_id", "names the project's owner, who holds every right already")
 		}
 		if tx.GetRaw(bucketByMember, in.UserID+"/"+id) != nil {
-			return fault.Errorf(fault.CodeConflict, "this user already has a permission on the project; change its role with PUT or PATCH")
+			return nil, fault.Errorf(fault.CodeConflict, "this user already has a permission on the project; change its role with PUT or PATCH")
 		}
 		if err := tx.Put(bucketPerms, id+"/"+perm.ID, perm); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.PutRaw(bucketByMember, in.UserID+"/"+id, []byte(perm.ID)); err != nil {
-			return err
+			return nil, err
 		}
-		return s.event(tx, ctx, events.Event{EventType: "project.permission.granted", ResourceType: "project", ResourceID: id, ProjectID: id,
+		return perm, s.event(tx, ctx, events.Event{EventType: "project.permission.granted", ResourceType: "project", ResourceID: id, ProjectID: id,
 			Payload: events.Payload(map[string]any{"permission_id": perm.ID, "user_id": in.UserID, "role": in.Role})})
 	})
-	if err != nil {
-		return nil, fault.Wrap("grant the permission", err)
-	}
-	return perm, nil
 }
 
 // getPermission is permission permID of project projectID (404 when none).
@@ -174,30 +157,19 @@ func (s *Service) SetRole(ctx context.Context, req RoleChange) (*Permission, err
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var out Permission
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "update the permission", func(tx *store.Tx) (*Permission, error) {
 		p, err := getPermission(tx, id, permID)
-		if err != nil {
-			return err
+		if err != nil || p.Role == in.Role {
+			return p, err
 		}
-		if p.Role != in.Role {
-			from := p.Role
-			p.Role, p.UpdatedAt = in.Role, s.now()
-			if err := tx.Put(bucketPerms, id+"/"+p.ID, p); err != nil {
-				return err
-			}
-			if err := s.event(tx, ctx, events.Event{EventType: "project.permission.updated", ResourceType: "project", ResourceID: id, ProjectID: id,
-				Payload: events.Payload(map[string]any{"permission_id": p.ID, "user_id": p.UserID, "from": from, "to": in.Role})}); err != nil {
-				return err
-			}
+		from := p.Role
+		p.Role, p.UpdatedAt = in.Role, s.now()
+		if err := tx.Put(bucketPerms, id+"/"+p.ID, p); err != nil {
+			return nil, err
 		}
-		out = *p
-		return nil
+		return p, s.event(tx, ctx, events.Event{EventType: "project.permission.updated", ResourceType: "project", ResourceID: id, ProjectID: id,
+			Payload: events.Payload(map[string]any{"permission_id": p.ID, "user_id": p.UserID, "from": from, "to": in.Role})})
 	})
-	if err != nil {
-		return nil, fault.Wrap("update the permission", err)
-	}
-	return &out, nil
 }
 
 // Revoke removes a permission.

@@ -101,16 +101,10 @@ type poolState struct {
 	running map[string]bool // image → a filler runs
 	again   map[string]bool // image → asked again while it ran
 	making  map[string]bool // member id → being made by this process
-	started bool
 }
 
 func imageMembers(tx *store.Tx, image string) ([]poolMember, error) {
-	pg, err := store.PageOf[poolMember](tx, poolTable, store.Query{Filters: []store.Filter{store.Where("image_id", store.Eq, image)},
-		Sort: []string{"created_at"}, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	return pg.Items, nil
+	return where[poolMember](tx, poolTable, "image_id", image, 0)
 }
 
 // poolCapable says whether this control plane's runtime can keep a warm
@@ -179,14 +173,12 @@ func (s *Service) GetPool(ctx context.Context, ref PoolRef) (*Pool, error) {
 }
 
 func (s *Service) poolOf(ctx context.Context, image string) (*Pool, error) {
-	out := &Pool{ImageID: image}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		*out = Pool{ImageID: image}
+	return transact(ctx, s.db.ViewContext, "read the pool", func(tx *store.Tx) (*Pool, error) {
 		var rec poolSizeRec
 		if _, err := tx.Get(bucketPoolSizes, image, &rec); err != nil {
-			return err
+			return nil, err
 		}
-		out.Size = rec.Size
+		out := &Pool{ImageID: image, Size: rec.Size}
 		ms, err := imageMembers(tx, image)
 		for _, m := range ms {
 			if m.Status == poolReady {
@@ -195,12 +187,8 @@ func (s *Service) poolOf(ctx context.Context, image string) (*Pool, error) {
 				out.Filling++
 			}
 		}
-		return err
+		return out, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the pool", err)
-	}
-	return out, nil
 }
 
 // SetPoolSize sets image id's pool size (admins). A larger size fills in
@@ -330,9 +318,6 @@ func (s *Service) dropMember(ctx context.Context, id string) {
 func (s *Service) poolKick(image string) {
 	p := &s.pool
 	p.mu.Lock()
-	if p.running == nil {
-		p.running, p.again, p.making = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	}
 	if p.running[image] || s.lc.ctx.Err() != nil {
 		p.again[image] = true
 		p.mu.Unlock()
@@ -367,9 +352,6 @@ func (s *Service) poolMaking(id string) bool {
 func (s *Service) setMaking(id string, on bool) {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
-	if s.pool.making == nil {
-		s.pool.making = map[string]bool{}
-	}
 	if on {
 		s.pool.making[id] = true
 	} else {
@@ -476,13 +458,11 @@ func (s *Service) makeMember(ctx context.Context, image, name string) error {
 // gateway answers: its address then, else the reason it did not.
 func (s *Service) awaitMember(ctx context.Context, id string, deadline time.Time) (addr, reason string) {
 	for {
-		var m poolMember
-		var ok bool
-		if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-			var err error
-			ok, err = tx.Get(bucketPool, id, &m)
+		var m *poolMember
+		if err := s.db.ViewContext(ctx, func(tx *store.Tx) (err error) {
+			m, err = get[poolMember](tx, bucketPool, id)
 			return err
-		}); err != nil || !ok {
+		}); err != nil || m == nil {
 			return "", "the pool's record of it is gone"
 		}
 		st, err := s.lc.rt.Driver.Inspect(ctx, id)

@@ -201,7 +201,7 @@ func (s *Service) takeToken(ctx context.Context, id, token string, via handoffTo
 		return "", err.Error()
 	}
 	ph.mark("token_written")
-	addr, reason = s.awaitAgentPhases(ctx, id, time.Now().Add(claimTimeout), true, ph)
+	addr, reason = s.awaitAgent(ctx, id, time.Now().Add(claimTimeout), true, ph)
 	if reason != "" {
 		reason = "its agent did not come up with its new token within " + claimTimeout.String() + ": " + reason
 	}

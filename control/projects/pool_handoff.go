@@ -29,16 +29,11 @@ const handoffTimeout = 8 * time.Second
 // poolTokenHash is the hash of pool member id's token in force (in tx),
 // the key its hand-over is sealed under; "" when it has none.
 func poolTokenHash(tx *store.Tx, id string) (string, error) {
-	hash := ""
-	err := tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
-		var r agentTokenRec
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		hash = r.Hash
-		return nil
-	})
-	return hash, err
+	recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+	if err != nil || len(recs) == 0 {
+		return "", err
+	}
+	return recs[len(recs)-1].Hash, nil
 }
 
 // handOver posts token, sealed under prevHash, to container id's agent at

@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"encoding/json"
 
 	"deckhand/control/runtime"
 	"deckhand/platform/store"
@@ -17,15 +16,8 @@ import (
 // record names it, so it is removed.
 
 // startPool runs the pool's reconciler until the lifecycle's context
-// ends (Bootstrap).
+// ends (Bootstrap, once, with a driver).
 func (s *Service) startPool() {
-	s.pool.mu.Lock()
-	started := s.pool.started
-	s.pool.started = true
-	s.pool.mu.Unlock()
-	if started || s.lc.rt.Driver == nil {
-		return
-	}
 	s.lc.wg.Add(1)
 	go func() {
 		defer s.lc.wg.Done()
@@ -49,17 +41,13 @@ func (s *Service) reconcilePool(ctx context.Context) {
 	var members []poolMember
 	images := map[string]bool{}
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		members, images = nil, map[string]bool{}
-		if err := tx.ForEach(bucketPool, func(_ string, raw []byte) error {
-			var m poolMember
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return err
-			}
-			members = append(members, m)
-			images[m.ImageID] = true
-			return nil
-		}); err != nil {
+		var err error
+		if members, err = under[poolMember](tx, bucketPool, ""); err != nil {
 			return err
+		}
+		images = map[string]bool{}
+		for _, m := range members {
+			images[m.ImageID] = true
 		}
 		return tx.ForEach(bucketPoolSizes, func(key string, _ []byte) error {
 			images[key] = true

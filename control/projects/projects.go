@@ -2,11 +2,13 @@ package projects
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -31,7 +33,8 @@ type ProjectView struct {
 	Role string `json:"role"`
 }
 
-// Pagination is data.pagination of a list.
+// Pagination is data.pagination of a list (domain.Pagination under the
+// name the API documents for this package's lists).
 type Pagination struct {
 	Total      int `json:"total"`
 	Page       int `json:"page"`
@@ -60,11 +63,9 @@ type ProjectInput struct {
 
 // Validate checks name and description.
 func (in *ProjectInput) Validate() error {
-	n, err := cleanName("name", in.Name)
-	if err != nil {
+	if err := cleanName("name", &in.Name); err != nil {
 		return err
 	}
-	in.Name = n
 	return checkDescription(in.Description)
 }
 
@@ -80,11 +81,9 @@ func (in *ProjectPatch) Validate() error {
 		return fault.Invalid("body", "give name, description or both")
 	}
 	if in.Name != nil {
-		n, err := cleanName("name", *in.Name)
-		if err != nil {
+		if err := cleanName("name", in.Name); err != nil {
 			return err
 		}
-		in.Name = &n
 	}
 	if in.Description != nil {
 		return checkDescription(*in.Description)
@@ -103,30 +102,24 @@ func (in *AdminProjectInput) Validate() error {
 	if in.OwnerID == "" {
 		return fault.Invalid("owner_id", "is required")
 	}
-	n, err := cleanName("name", in.Name)
-	if err != nil {
-		return err
-	}
-	in.Name = n
-	return nil
+	return cleanName("name", &in.Name)
 }
 
-// cleanName trims and checks a display name: 1-100 characters, no control
-// characters.
-func cleanName(field, s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", fault.Invalid(field, "is required")
+// cleanName trims the display name *s in place and checks it: 1-100
+// characters, no control characters.
+func cleanName(field string, s *string) error {
+	t := strings.TrimSpace(*s)
+	if t == "" {
+		return fault.Invalid(field, "is required")
 	}
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxName {
-		return "", fault.Invalid(field, "must be 1-%d characters", maxName)
+	if !utf8.ValidString(t) || utf8.RuneCountInString(t) > maxName {
+		return fault.Invalid(field, "must be 1-%d characters", maxName)
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return "", fault.Invalid(field, "must not contain control characters")
-		}
+	if strings.ContainsFunc(t, unicode.IsControl) {
+		return fault.Invalid(field, "must not contain control characters")
 	}
-	return s, nil
+	*s = t
+	return nil
 }
 
 func checkDescription(s string) error {
@@ -134,15 +127,6 @@ func checkDescription(s string) error {
 		return fault.Invalid("description", "must be at most %d characters", maxDescription)
 	}
 	return nil
-}
-
-func getProject(tx *store.Tx, id string) (*Project, error) {
-	var p Project
-	ok, err := tx.Get(bucketProjects, id, &p)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &p, nil
 }
 
 func (s *Service) now() time.Time { return s.env.Clock.Now().UTC() }
@@ -173,17 +157,13 @@ func roleName(lv level) string {
 func (s *Service) createProject(ctx context.Context, ownerID, name, desc string) (*Project, error) {
 	now := s.now()
 	p := &Project{ID: newID(), Name: name, Description: desc, OwnerID: ownerID, CreatedAt: now, UpdatedAt: now}
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "create the project", func(tx *store.Tx) (*Project, error) {
 		if err := tx.Put(bucketProjects, p.ID, p); err != nil {
-			return err
+			return nil, err
 		}
-		return s.event(tx, ctx, events.Event{EventType: "project.created", ResourceType: "project", ResourceID: p.ID,
+		return p, s.event(tx, ctx, events.Event{EventType: "project.created", ResourceType: "project", ResourceID: p.ID,
 			ProjectID: p.ID, Payload: events.Payload(map[string]any{"name": p.Name, "owner_id": ownerID})})
 	})
-	if err != nil {
-		return nil, fault.Wrap("create the project", err)
-	}
-	return p, nil
 }
 
 // CreateProject creates a project owned by the caller.
@@ -235,9 +215,7 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	out := &ProjectList{Projects: []ProjectView{}}
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		out.Projects = out.Projects[:0]
+	return transact(ctx, s.db.ViewContext, "list projects", func(tx *store.Tx) (*ProjectList, error) {
 		// The projects the caller is a member of: those whose permission
 		// record exists (its level is their role).
 		var ids, permKeys []string
@@ -246,11 +224,11 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 			ids, permKeys = append(ids, id), append(permKeys, id+"/"+string(raw))
 			return nil
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		perms, err := tx.GetRawMany(bucketPerms, permKeys)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		alts := []store.Filter{store.Where("owner_id", store.Eq, c.UserID)}
 		var member []string
@@ -259,34 +237,24 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 				member = append(member, ids[i])
 			}
 		}
-		for len(member) > 0 {
-			n := min(len(member), store.MaxInValues)
-			alts = append(alts, store.Where("key", store.In, member[:n]))
-			member = member[n:]
+		for chunk := range slices.Chunk(member, store.MaxInValues) {
+			alts = append(alts, store.Where("key", store.In, chunk))
 		}
 		pg, err := store.PageOf[Project](tx, projectTable, store.Query{Filters: []store.Filter{store.AnyOf(alts...)},
 			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ps := make([]*Project, len(pg.Items))
-		for i := range pg.Items {
-			ps[i] = &pg.Items[i]
-		}
-		levels, err := callerLevels(tx, ps, c.UserID)
+		levels, err := callerLevels(tx, pg.Items, c.UserID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for i, p := range ps {
-			out.Projects = append(out.Projects, ProjectView{Project: *p, Role: roleName(levels[i])})
+		out := &ProjectList{Projects: []ProjectView{}, Pagination: Pagination(domain.Paginate(pg.Total, page, limit))}
+		for i, p := range pg.Items {
+			out.Projects = append(out.Projects, ProjectView{Project: p, Role: roleName(levels[i])})
 		}
-		out.Pagination = Pagination{Total: pg.Total, Page: page, Limit: limit, TotalPages: (pg.Total + limit - 1) / limit}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("list projects", err)
-	}
-	return out, nil
 }
 
 // checkPage is the rule of every list's page and limit (the route's query
@@ -308,19 +276,13 @@ func (s *Service) GetProject(ctx context.Context, ref ProjectRef) (*ProjectView,
 	if err != nil {
 		return nil, err
 	}
-	var out ProjectView
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "read the project", func(tx *store.Tx) (*ProjectView, error) {
 		p, lv, err := projectAt(tx, id, c.UserID, roleViewer)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = ProjectView{Project: *p, Role: roleName(lv)}
-		return nil
+		return &ProjectView{Project: *p, Role: roleName(lv)}, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the project", err)
-	}
-	return &out, nil
 }
 
 // ProjectReplace is PUT /api/v1/projects/{id}.
@@ -356,11 +318,10 @@ func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch,
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var out ProjectView
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "update the project", func(tx *store.Tx) (*ProjectView, error) {
 		p, lv, err := projectAt(tx, id, c.UserID, roleManager)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		changes := map[string]any{}
 		if in.Name != nil && *in.Name != p.Name {
@@ -379,20 +340,15 @@ func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch,
 		if len(changes) > 0 {
 			p.UpdatedAt = s.now()
 			if err := tx.Put(bucketProjects, p.ID, p); err != nil {
-				return err
+				return nil, err
 			}
 			if err := s.event(tx, ctx, events.Event{EventType: "project.updated", ResourceType: "project", ResourceID: p.ID,
 				ProjectID: p.ID, Payload: events.Payload(changes)}); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		out = ProjectView{Project: *p, Role: roleName(lv)}
-		return nil
+		return &ProjectView{Project: *p, Role: roleName(lv)}, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("update the project", err)
-	}
-	return &out, nil
 }
 
 // DeleteProject removes a project without containers, its permissions and
@@ -404,12 +360,9 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 		return err
 	}
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, id)
+		p, err := findProject(tx, id)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return fault.NotFound("project", id)
 		}
 		if p.OwnerID != c.UserID {
 			return errNoProjectAccess
@@ -423,15 +376,8 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 		if err := projectHasWorkspaces(tx, id); err != nil {
 			return err
 		}
-		var perms []Permission
-		if err := tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
-			var pm Permission
-			if err := jsonUnmarshal(raw, &pm); err != nil {
-				return err
-			}
-			perms = append(perms, pm)
-			return nil
-		}); err != nil {
+		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		if err != nil {
 			return err
 		}
 		for _, pm := range perms {

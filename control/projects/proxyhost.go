@@ -14,13 +14,12 @@ import (
 // hyphens, so each split is tried; only a container of that project whose
 // server is server matches. Unknown and deleted containers are NotFound.
 func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*Container, error) {
-	var found []*Container
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		found = found[:0]
+	found, err := transact(ctx, s.db.ViewContext, "find the container", func(tx *store.Tx) ([]*Container, error) {
+		var found []*Container
 		for i := strings.IndexByte(prefix, '-'); i > 0 && i < len(prefix)-1; {
 			c, err := getContainer(tx, prefix[i+1:])
 			if err != nil {
-				return err
+				return nil, err
 			}
 			// The server's name is looked up after the read.
 			if c != nil && c.ProjectID == prefix[:i] {
@@ -32,10 +31,10 @@ func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*
 			}
 			i += j + 1
 		}
-		return nil
+		return found, nil
 	})
 	if err != nil {
-		return nil, fault.Wrap("find the container", err)
+		return nil, err
 	}
 	var out *Container
 	for _, c := range found {

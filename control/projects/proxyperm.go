@@ -35,21 +35,12 @@ func (sc docScope) key(id string) string {
 // owner resolves the document's project and container fields for path id.
 func (sc docScope) owner(tx *store.Tx, id string) (project, container string, err error) {
 	if sc.project {
-		p, err := getProject(tx, id)
-		if err != nil {
-			return "", "", err
-		}
-		if p == nil {
-			return "", "", fault.NotFound("project", id)
-		}
-		return id, "*", nil
+		_, err := findProject(tx, id)
+		return id, "*", err
 	}
-	c, err := getContainer(tx, id)
+	c, err := findContainer(tx, id)
 	if err != nil {
 		return "", "", err
-	}
-	if c == nil {
-		return "", "", fault.NotFound("container", id)
 	}
 	return c.ProjectID, id, nil
 }
@@ -123,23 +114,21 @@ type mutation func(cur *proxyperm.Document, project, container string) (*proxype
 // one transaction: two writers with the same version cannot both pass.
 func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int64, m mutation) (*proxyperm.Document, error) {
 	key := sc.key(id)
-	var out *proxyperm.Document
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		out = nil
+	return transact(ctx, s.db.UpdateContext, "write the proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		project, container, err := sc.owner(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cur, err := s.readDoc(tx, key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		have := int64(0)
 		if cur != nil {
 			have = cur.FileVersion
 		}
 		if want != have {
-			return stale(have)
+			return nil, stale(have)
 		}
 		var before map[string]proxyperm.Group // m may edit cur in place
 		if cur != nil {
@@ -147,52 +136,45 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 		}
 		next, evs, err := m(cur, project, container)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if next != nil && newSecrets(before, next) {
 			if err := mayWriteSecrets(ctx, tx, project); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		var last int64
 		if _, err := tx.Get(bucketDocVersion, key, &last); err != nil {
-			return err
+			return nil, err
 		}
 		version := max(last, have) + 1
 		if err := tx.Put(bucketDocVersion, key, version); err != nil {
-			return err
+			return nil, err
 		}
 		if next == nil {
 			if err := tx.Delete(bucketDocs, key); err != nil {
-				return err
+				return nil, err
 			}
 		} else {
 			next.FileVersion, next.ETag = version, proxyperm.ETag(version)
 			if err := s.putDoc(tx, key, next); err != nil {
-				return err
+				return nil, err
 			}
-			out = next
 		}
 		for _, e := range evs {
 			p := map[string]any{"file_version": version}
-			for k, v := range e.payload {
-				p[k] = v
-			}
+			maps.Copy(p, e.payload)
 			ev := events.Event{EventType: "proxy.permissions." + e.kind, ResourceType: "proxy_permissions", ResourceID: id,
 				ProjectID: project, Payload: events.Payload(p)}
 			if !sc.project {
 				ev.ContainerID = container
 			}
 			if err := s.event(tx, ctx, ev); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return next, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("write the proxy permissions document", err)
-	}
-	return out, nil
 }
 
 var errNoDocument = &fault.Error{Code: fault.CodeNotFound, Details: "proxy_permissions",
@@ -218,22 +200,13 @@ func (s *Service) GetDocument(ctx context.Context, sc docScope, id string) (*pro
 
 // document is the stored document of path id with its secrets.
 func (s *Service) document(ctx context.Context, sc docScope, id string) (*proxyperm.Document, error) {
-	var out *proxyperm.Document
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "read the proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		d, err := s.readDoc(tx, sc.key(id))
-		if err != nil {
-			return err
+		if err == nil && d == nil {
+			err = errNoDocument
 		}
-		if d == nil {
-			return errNoDocument
-		}
-		out = d
-		return nil
+		return d, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the proxy permissions document", err)
-	}
-	return out, nil
 }
 
 // groupChanges lists the group events between two documents.

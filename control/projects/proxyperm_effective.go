@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"net/http"
 
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -32,32 +31,20 @@ func effectiveETag(d *proxyperm.Document) string {
 // GetEffective is the document governing container id: its own, else its
 // project's; 404 when neither exists (then only loopback passes).
 func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Document, error) {
-	var out *proxyperm.Document
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "read the effective proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		d, err := s.readDoc(tx, containerDocKey(id))
 		if err != nil || d != nil {
-			out = d
-			return err
+			return d, err
 		}
-		c, err := getContainer(tx, id)
+		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if c == nil {
-			return fault.NotFound("container", id)
+		if d, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err == nil && d == nil {
+			err = errNoEffective
 		}
-		if out, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
-			return err
-		}
-		if out == nil {
-			return errNoEffective
-		}
-		return nil
+		return d, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the effective proxy permissions document", err)
-	}
-	return out, nil
 }
 
 var errNoEffective = &fault.Error{Code: fault.CodeNotFound, Details: "proxy_permissions",
@@ -77,11 +64,8 @@ func (s *Service) PollEffective(ctx context.Context, in Poll) (*EffectiveAnswer,
 	if err != nil {
 		return nil, err
 	}
-	tag := effectiveETag(d)
-	out := &EffectiveAnswer{ETag: `"` + tag + `"`, Body: d}
-	if in.current(tag) {
-		out.Status, out.Body = http.StatusNotModified, nil
-	}
+	out := &EffectiveAnswer{}
+	out.ETag, out.Status, out.Body = polled(in, effectiveETag(d), d)
 	return out, nil
 }
 

@@ -241,10 +241,7 @@ func deleteDoc(cur *proxyperm.Document, _, _ string) (*proxyperm.Document, []doc
 	if cur == nil {
 		return nil, nil, errNoDocument
 	}
-	var evs []docEvent
-	for _, name := range cur.GroupNames() {
-		evs = append(evs, docEvent{"group_removed", map[string]any{"group": name, "type": cur.Groups[name].Type}})
-	}
+	evs := groupChanges(cur, &proxyperm.Document{}) // every group removed
 	evs = append(evs, docEvent{"default_changed", map[string]any{"from": cur.Default, "to": nil, "document": "deleted"}})
 	return nil, evs, nil
 }

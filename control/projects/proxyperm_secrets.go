@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -83,7 +84,7 @@ func (s *Service) open(key string, sd *storedDoc) (*proxyperm.Document, error) {
 			}
 			plain, err := s.sealer.Open(docSealPurpose(key, name, field), *v)
 			if err != nil {
-				return nil, errSealedDoc{key: key, group: name, err: err}
+				return nil, fmt.Errorf("proxy permissions document %s, group %s: %w", key, name, err)
 			}
 			*v = string(plain)
 		}
@@ -92,26 +93,14 @@ func (s *Service) open(key string, sd *storedDoc) (*proxyperm.Document, error) {
 	return &d, nil
 }
 
-type errSealedDoc struct {
-	key, group string
-	err        error
-}
-
-func (e errSealedDoc) Error() string {
-	return "proxy permissions document " + e.key + ", group " + e.group + ": " + e.err.Error()
-}
-
-func (e errSealedDoc) Unwrap() error { return e.err }
-
 // readDoc is the stored document under key, its secrets opened (nil when
 // none).
 func (s *Service) readDoc(tx *store.Tx, key string) (*proxyperm.Document, error) {
-	var sd storedDoc
-	ok, err := tx.Get(bucketDocs, key, &sd)
-	if err != nil || !ok {
+	sd, err := get[storedDoc](tx, bucketDocs, key)
+	if err != nil || sd == nil {
 		return nil, err
 	}
-	d, err := s.open(key, &sd)
+	d, err := s.open(key, sd)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +141,8 @@ func (s *Service) sealLegacy(ctx context.Context) error {
 	}
 	for _, key := range legacy {
 		err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-			var sd storedDoc
-			ok, err := tx.Get(bucketDocs, key, &sd)
-			if err != nil || !ok || sd.Sealed != 0 {
+			sd, err := get[storedDoc](tx, bucketDocs, key)
+			if err != nil || sd == nil || sd.Sealed != 0 {
 				return err
 			}
 			return s.putDoc(tx, key, &sd.Document)

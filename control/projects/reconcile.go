@@ -201,7 +201,7 @@ func (s *Service) reconcileOne(ctx context.Context, id string, st *runtime.Statu
 // status from then.
 func (s *Service) awaitHealthy(id, from string) {
 	s.background(id, func(ctx context.Context) {
-		addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false)
+		addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false, nil)
 		if reason != "" || ctx.Err() != nil {
 			return // the next event or pass decides
 		}

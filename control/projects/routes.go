@@ -209,9 +209,7 @@ func (s *Service) Routes() []platform.Route {
 		// Proxy permissions: the agent's effective document (the people's
 		// routes follow, per scope).
 		{Method: http.MethodGet, Path: EffectivePath, OperationID: "getEffectiveProxyPermissions",
-			Policy: agentOnly(s.env.Authz.Policy(CheckContainerAgent, "the container's own agent token (agt_) only: people and svc_ tokens get 403, "+
-				"another container's agent token 403")),
-			Tags: []string{"container proxy permissions"}, Statuses: []int{http.StatusNotModified},
+			Policy: agent, Tags: []string{"container proxy permissions"}, Statuses: []int{http.StatusNotModified},
 			Summary: "The document the container's gateway enforces",
 			Description: "The container's own document, or its project's (`container` \"*\") when it has none; 404 when neither exists " +
 				"(the gateway then admits loopback clients only). The agent polls it with `If-None-Match` set to the last ETag it applied: " +
@@ -297,9 +295,8 @@ func (s *Service) Routes() []platform.Route {
 				"60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.",
 			Status: http.StatusCreated, Message: "Preview link", Op: platform.Op(s.CreatePreview)},
 	}
-	for _, sc := range []docScope{{project: false}, {project: true}} {
-		routes = append(routes, s.documentRoutes(sc)...)
-	}
+	routes = append(routes, s.documentRoutes(docScope{}, read, act)...)
+	routes = append(routes, s.documentRoutes(docScope{project: true}, member, manager)...)
 	routes = append(routes, s.stateRoutes(operate, manage, read, actErrs)...)
 	routes = append(routes, s.idleRoutes(agent)...)
 	routes = append(routes, s.workspaceRoutes(member, manager)...)
@@ -309,18 +306,15 @@ func (s *Service) Routes() []platform.Route {
 }
 
 // documentRoutes are the people's routes of the proxy permissions
-// document in one scope: a container's or a project's.
-func (s *Service) documentRoutes(sc docScope) []platform.Route {
+// document in one scope (a container's or a project's), which read and
+// write admit to.
+func (s *Service) documentRoutes(sc docScope, read, write platform.Policy) []platform.Route {
 	base, scope := "/api/v1/containers/{id}/proxy/permissions", "Container"
 	tag := []string{"container proxy permissions"}
-	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
-	write := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
 	whose, short := "the container's", "The container's"
 	if sc.project {
 		base, scope = "/api/v1/projects/{id}/proxy/permissions", "Project"
 		tag = []string{"project proxy permissions"}
-		read = s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
-		write = s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
 		short = "The project's"
 		whose = "the project's (`container` is \"*\"; it governs every container of the project without a document of its own)"
 	}

@@ -248,25 +248,20 @@ func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Contain
 	if err := fl.MoveWorkspace(ctx, ws, c.ProjectID, c.ImageName, from, to); err != nil {
 		return nil, moveErr(err, c.ImageName)
 	}
-	var out *Container
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		cur, err := getContainer(tx, c.ID)
+	out, err := transact(ctx, s.db.UpdateContext, "record the move", func(tx *store.Tx) (*Container, error) {
+		cur, err := findContainer(tx, c.ID)
 		if err != nil {
-			return err
-		}
-		if cur == nil {
-			return fault.NotFound("container", c.ID)
+			return nil, err
 		}
 		cur.ServerID, cur.AgentAddr, cur.Recreate, cur.UpdatedAt = to, "", false, s.now()
 		if err := tx.Put(bucketContainers, cur.ID, cur); err != nil {
-			return err
+			return nil, err
 		}
-		out = cur
-		return s.event(tx, ctx, events.Event{EventType: "container.moved", ResourceType: "container", ResourceID: cur.ID, ActorID: p.UserID,
+		return cur, s.event(tx, ctx, events.Event{EventType: "container.moved", ResourceType: "container", ResourceID: cur.ID, ActorID: p.UserID,
 			ProjectID: cur.ProjectID, ContainerID: cur.ID, Payload: events.Payload(map[string]any{"from": from, "to": to})})
 	})
 	if err != nil {
-		return nil, fault.Wrap("record the move", err)
+		return nil, err
 	}
 	// What the old server held goes once the record names the new one:
 	// a failure here leaves labelled objects, never a lost workspace.

@@ -45,6 +45,7 @@ package projects
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -112,7 +113,8 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("projects: %w", err)
 	}
-	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer, lc: newLifecycle(env.Config.Runtime)}
+	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer, lc: newLifecycle(env.Config.Runtime),
+		pool: poolState{running: map[string]bool{}, again: map[string]bool{}, making: map[string]bool{}}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -123,18 +125,14 @@ func New(env domain.Env[Config]) (*Service, error) {
 	env.Authz.Provide(CheckProjectOwner, s.checkProject(roleOwner))
 	env.Authz.Provide(CheckContainerRead, s.checkContainer(roleViewer))
 	env.Authz.Provide(CheckContainerAccess, s.checkContainer(roleOperator))
-	env.Authz.Provide(CheckContainerManage, s.checkManage)
+	env.Authz.Provide(CheckContainerManage, s.checkAdminOr(roleManager))
 	env.Authz.Provide(CheckContainerOperate, s.checkAdminOr(roleOperator))
 	env.Authz.Provide(CheckContainerAgent, s.checkAgent)
 	env.Authz.Provide(CheckContainerClaim, s.checkClaim)
 	return s, nil
 }
 
-type sealerMissing struct{}
-
-func (sealerMissing) Error() string { return "projects: a Sealer (master key) is required" }
-
-var errNoSealer error = sealerMissing{}
+var errNoSealer = errors.New("projects: a Sealer (master key) is required")
 
 // Bootstrap seals legacy documents' secrets, then starts the reconciler,
 // which first takes every record to the engine's state (a create
@@ -146,18 +144,14 @@ func (s *Service) Bootstrap(ctx context.Context) error {
 	if s.lc.rt.Driver == nil {
 		return nil
 	}
-	s.lc.mu.Lock()
-	started := s.lc.reconciling
-	s.lc.reconciling = true
-	s.lc.mu.Unlock()
-	if !started {
+	s.lc.start.Do(func() {
 		s.lc.wg.Add(1)
 		go func() {
 			defer s.lc.wg.Done()
 			s.runReconciler()
 		}()
 		s.startPool()
-	}
+	})
 	return nil
 }
 

@@ -52,24 +52,6 @@ var snapshotTable = store.Declare(bucketSnapshots, []store.Field[Snapshot]{
 }, store.Index{Fields: []string{"container_id", "created_at"}, Sort: true},
 	store.Index{Fields: []string{"project_id", "created_at"}, Sort: true})
 
-func getSnapshot(tx *store.Tx, id string) (*Snapshot, error) {
-	var sn Snapshot
-	ok, err := tx.Get(bucketSnapshots, id, &sn)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &sn, nil
-}
-
-func snapshotsWhere(tx *store.Tx, field, value string) ([]Snapshot, error) {
-	pg, err := store.PageOf[Snapshot](tx, snapshotTable, store.Query{Filters: []store.Filter{store.Where(field, store.Eq, value)},
-		Sort: []string{"created_at"}, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	return pg.Items, nil
-}
-
 // SnapshotCreate is POST /api/v1/containers/{id}/snapshots.
 type SnapshotCreate struct {
 	ContainerRef
@@ -83,9 +65,7 @@ type SnapshotName struct {
 
 // Validate checks the name.
 func (in *SnapshotCreate) Validate() error {
-	n, err := cleanName("name", in.Body.Name)
-	in.Body.Name = n
-	return err
+	return cleanName("name", &in.Body.Name)
 }
 
 // SnapshotRef names a snapshot of a container.
@@ -108,9 +88,7 @@ func (in *SnapshotRename) Validate() error {
 	if err := in.SnapshotRef.Validate(); err != nil {
 		return err
 	}
-	n, err := cleanName("name", in.Body.Name)
-	in.Body.Name = n
-	return err
+	return cleanName("name", &in.Body.Name)
 }
 
 // SnapshotList is GET /api/v1/containers/{id}/snapshots.
@@ -127,19 +105,6 @@ func (s *Service) snapshotEvent(tx *store.Tx, ctx context.Context, kind string, 
 		ProjectID: sn.ProjectID, ContainerID: sn.ContainerID, Payload: events.Payload(payload)})
 }
 
-// snapshotEngine is the driver for a snapshot of container c, or why not.
-func (s *Service) snapshotEngine(c *Container) (runtime.Driver, error) {
-	drv, err := s.engineFor(c)
-	if err != nil {
-		return nil, err
-	}
-	if !drv.Capabilities().Snapshots {
-		return nil, &fault.Error{Code: fault.CodeConflict, Details: "runtime",
-			Message: "the " + drv.Capabilities().Name + " runtime takes no snapshots"}
-	}
-	return drv, nil
-}
-
 // quotaErr answers a project at its snapshot quota.
 func (s *Service) quotaErr(n int) error {
 	return &fault.Error{Code: fault.CodeConflict, Details: "snapshots",
@@ -150,7 +115,7 @@ func (s *Service) quotaErr(n int) error {
 // snapshotAllowed checks the quota and the name in tx.
 func (s *Service) snapshotAllowed(tx *store.Tx, c *Container, name string) error {
 	if max := s.lc.rt.MaxSnapshots; max > 0 {
-		all, err := snapshotsWhere(tx, "project_id", c.ProjectID)
+		all, err := where[Snapshot](tx, snapshotTable, "project_id", c.ProjectID, 0)
 		if err != nil {
 			return err
 		}
@@ -162,7 +127,7 @@ func (s *Service) snapshotAllowed(tx *store.Tx, c *Container, name string) error
 }
 
 func (s *Service) snapshotNameFree(tx *store.Tx, container, except, name string) error {
-	mine, err := snapshotsWhere(tx, "container_id", container)
+	mine, err := where[Snapshot](tx, snapshotTable, "container_id", container, 0)
 	if err != nil {
 		return err
 	}
@@ -180,14 +145,13 @@ func (s *Service) snapshotNameFree(tx *store.Tx, container, except, name string)
 // on as it was (running, paused or stopped).
 func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snapshot, error) {
 	id := in.ID
-	c, _, unlock, err := s.locked(ctx, id)
+	c, drv, unlock, err := s.locked(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	drv, err := s.snapshotEngine(c)
-	if err != nil {
-		return nil, err
+	if !drv.Capabilities().Snapshots {
+		return nil, errRuntime(drv, "takes no snapshots")
 	}
 	switch c.Status {
 	case StatusRunning, StatusPaused, StatusStopped:
@@ -230,31 +194,19 @@ func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snaps
 
 // ListSnapshots is a container's snapshots, oldest first.
 func (s *Service) ListSnapshots(ctx context.Context, in ContainerRef) (*SnapshotList, error) {
-	out := &SnapshotList{Snapshots: []Snapshot{}}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, in.ID)
-		if err != nil {
-			return err
+	return transact(ctx, s.db.ViewContext, "list the snapshots", func(tx *store.Tx) (*SnapshotList, error) {
+		if _, err := findContainer(tx, in.ID); err != nil {
+			return nil, err
 		}
-		if c == nil {
-			return fault.NotFound("container", in.ID)
-		}
-		list, err := snapshotsWhere(tx, "container_id", in.ID)
-		if list != nil {
-			out.Snapshots = list
-		}
-		return err
+		list, err := where[Snapshot](tx, snapshotTable, "container_id", in.ID, 0)
+		return &SnapshotList{Snapshots: nonNil(list)}, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("list the snapshots", err)
-	}
-	return out, nil
 }
 
 // snapshotOf is snapshot sid of container id (404 naming sid when the
 // container has none of that id).
 func snapshotOf(tx *store.Tx, id, sid string) (*Snapshot, error) {
-	sn, err := getSnapshot(tx, sid)
+	sn, err := get[Snapshot](tx, bucketSnapshots, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -267,30 +219,21 @@ func snapshotOf(tx *store.Tx, id, sid string) (*Snapshot, error) {
 
 // RenameSnapshot changes a snapshot's name.
 func (s *Service) RenameSnapshot(ctx context.Context, in SnapshotRename) (*Snapshot, error) {
-	var out *Snapshot
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.UpdateContext, "rename the snapshot", func(tx *store.Tx) (*Snapshot, error) {
 		sn, err := snapshotOf(tx, in.ID, in.SnapshotID)
-		if err != nil {
-			return err
-		}
-		out = sn
-		if sn.Name == in.Body.Name {
-			return nil
+		if err != nil || sn.Name == in.Body.Name {
+			return sn, err
 		}
 		if err := s.snapshotNameFree(tx, in.ID, sn.ID, in.Body.Name); err != nil {
-			return err
+			return nil, err
 		}
 		from := sn.Name
 		sn.Name = in.Body.Name
 		if err := tx.Put(bucketSnapshots, sn.ID, sn); err != nil {
-			return err
+			return nil, err
 		}
-		return s.snapshotEvent(tx, ctx, events.SnapshotRenamed, sn, map[string]any{"from": from, "to": sn.Name})
+		return sn, s.snapshotEvent(tx, ctx, events.SnapshotRenamed, sn, map[string]any{"from": from, "to": sn.Name})
 	})
-	if err != nil {
-		return nil, fault.Wrap("rename the snapshot", err)
-	}
-	return out, nil
 }
 
 // DeleteSnapshot deletes a snapshot's record, and its image from the
@@ -339,7 +282,7 @@ func (s *Service) releaseSnapshots(ctx context.Context, drv runtime.Driver, proj
 			}
 		}
 		for _, id := range ids {
-			sn, err := getSnapshot(tx, id)
+			sn, err := get[Snapshot](tx, bucketSnapshots, id)
 			if err != nil {
 				return err
 			}
@@ -365,7 +308,7 @@ func (s *Service) releaseSnapshots(ctx context.Context, drv runtime.Driver, proj
 func (s *Service) heldSnapshots(ctx context.Context, c *Container) []string {
 	ids := []string{c.SnapshotID}
 	_ = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		list, err := snapshotsWhere(tx, "container_id", c.ID)
+		list, err := where[Snapshot](tx, snapshotTable, "container_id", c.ID, 0)
 		for _, sn := range list {
 			ids = append(ids, sn.ID)
 		}
@@ -380,25 +323,23 @@ func (s *Service) heldSnapshots(ctx context.Context, c *Container) []string {
 // answers in creating; the container is running once its agent answers.
 func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Container, error) {
 	id := in.ID
-	c, _, unlock, err := s.locked(ctx, id)
+	c, drv, unlock, err := s.locked(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	drv, err := s.snapshotEngine(c)
-	if err != nil {
-		return nil, err
+	if !drv.Capabilities().Snapshots {
+		return nil, errRuntime(drv, "takes no snapshots")
 	}
 	if c.Status == StatusDeleting || c.Status == StatusCreating {
 		return nil, &fault.Error{Code: fault.CodeConflict, Details: "status",
 			Message: fmt.Sprintf("container %s is %s: wait until it is running, stopped or failed", id, c.Status)}
 	}
-	var sn *Snapshot
-	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		sn, err = snapshotOf(tx, id, in.SnapshotID)
-		return err
-	}); err != nil {
-		return nil, fault.Wrap("read the snapshot", err)
+	sn, err := transact(ctx, s.db.ViewContext, "read the snapshot", func(tx *store.Tx) (*Snapshot, error) {
+		return snapshotOf(tx, id, in.SnapshotID)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if ok, err := drv.ImageExists(ctx, sn.ImageName); err != nil {
 		return nil, engineErr("restore the snapshot", err)
@@ -416,21 +357,19 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 			return nil, engineErr("restore the snapshot's workspace", err)
 		}
 	}
-	var out *Container
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	out, err := transact(ctx, s.db.UpdateContext, "record the restore", func(tx *store.Tx) (*Container, error) {
 		cur, err := getContainer(tx, id)
 		if err != nil || cur == nil {
-			return err
+			return nil, err
 		}
 		cur.ImageName, cur.SnapshotID, cur.Recreate, cur.AgentAddr = sn.ImageName, sn.ID, false, ""
 		if err := s.snapshotEvent(tx, ctx, events.SnapshotRestored, sn, nil); err != nil {
-			return err
+			return nil, err
 		}
-		out = cur
-		return s.setStatus(tx, ctx, cur, StatusCreating, "")
+		return cur, s.setStatus(tx, ctx, cur, StatusCreating, "")
 	})
 	if err != nil {
-		return nil, fault.Wrap("record the restore", err)
+		return nil, err
 	}
 	if out == nil {
 		return nil, errGone
@@ -444,7 +383,7 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 
 // dropSnapshotRecords deletes container id's snapshot records (in tx).
 func dropSnapshotRecords(tx *store.Tx, id string) error {
-	list, err := snapshotsWhere(tx, "container_id", id)
+	list, err := where[Snapshot](tx, snapshotTable, "container_id", id, 0)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -106,15 +104,7 @@ type SSHKeyList struct {
 }
 
 func containerSSHKeys(tx *store.Tx, id string) ([]sshKeyRec, error) {
-	var out []sshKeyRec
-	err := tx.ForEachPrefix(bucketSSHKeys, id+"/", func(_ string, raw []byte) error {
-		var r sshKeyRec
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	})
+	out, err := under[sshKeyRec](tx, bucketSSHKeys, id+"/")
 	slices.SortFunc(out, func(a, b sshKeyRec) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
@@ -136,51 +126,38 @@ func (s *Service) AddSSHKey(ctx context.Context, req SSHKeyCreate) (*SSHKey, err
 		return nil, err
 	}
 	rec := sshKeyRec{ID: newID(), ContainerID: id, Name: in.Name, PublicKey: line, Fingerprint: fp, CreatedAt: s.now(), CreatedBy: caller.UserID}
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		c, err := getContainer(tx, id)
+	return transact(ctx, s.db.UpdateContext, "add the SSH key", func(tx *store.Tx) (*SSHKey, error) {
+		c, err := findContainer(tx, id)
 		if err != nil {
-			return err
-		}
-		if c == nil {
-			return fault.NotFound("container", id)
+			return nil, err
 		}
 		have, err := containerSSHKeys(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(have) >= maxSSHKeys {
-			return fault.Errorf(fault.CodeConflict, "public_key: the container already has %d SSH keys, the most it may hold", maxSSHKeys)
+			return nil, fault.Errorf(fault.CodeConflict, "public_key: the container already has %d SSH keys, the most it may hold", maxSSHKeys)
 		}
 		for _, k := range have {
 			if k.Fingerprint == fp {
-				return &fault.Error{Code: fault.CodeConflict, Field: "public_key", Details: "public_key",
+				return nil, &fault.Error{Code: fault.CodeConflict, Field: "public_key", Details: "public_key",
 					Message: "public_key: the container already has this key (" + k.Name + ")"}
 			}
 		}
 		if err := tx.Put(bucketSSHKeys, id+"/"+rec.ID, rec); err != nil {
-			return err
+			return nil, err
 		}
-		return s.event(tx, ctx, events.Event{EventType: "container.ssh_key.added", ResourceType: "container",
+		return &rec, s.event(tx, ctx, events.Event{EventType: "container.ssh_key.added", ResourceType: "container",
 			ResourceID: id, ProjectID: c.ProjectID, ContainerID: id})
 	})
-	if err != nil {
-		return nil, fault.Wrap("add the SSH key", err)
-	}
-	return &rec, nil
 }
 
 // ListSSHKeys lists container id's keys, oldest first.
 func (s *Service) ListSSHKeys(ctx context.Context, ref ContainerRef) (*SSHKeyList, error) {
-	out := &SSHKeyList{Keys: []SSHKey{}}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "list the SSH keys", func(tx *store.Tx) (*SSHKeyList, error) {
 		keys, err := containerSSHKeys(tx, ref.ID)
-		out.Keys = append(out.Keys, keys...)
-		return err
+		return &SSHKeyList{Keys: nonNil(keys)}, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("list the SSH keys", err)
-	}
-	return out, nil
 }
 
 // RemoveSSHKey deletes one key of container id.
@@ -256,10 +233,7 @@ func (s *Service) PollSSHKeys(ctx context.Context, in Poll) (*EffectiveSSHKeysAn
 	}
 	sum := sha256.Sum256([]byte(strings.Join(d.Keys, "\n")))
 	d.Version = hex.EncodeToString(sum[:8])
-	tag := "ssh-keys:" + d.Version
-	out := &EffectiveSSHKeysAnswer{ETag: `"` + tag + `"`, Body: d}
-	if in.current(tag) {
-		out.Status, out.Body = http.StatusNotModified, nil
-	}
+	out := &EffectiveSSHKeysAnswer{}
+	out.ETag, out.Status, out.Body = polled(in, "ssh-keys:"+d.Version, d)
 	return out, nil
 }

@@ -1,8 +1,11 @@
 package projects
 
 import (
+	"context"
+	"encoding/json"
 	"time"
 
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -32,3 +35,85 @@ var Tables = []*store.Table{projectTable, containerTable, snapshotTable, workspa
 // legacyBuckets held hand-built indexes the tables replace (a project's
 // owner, a container's project); New drops them.
 var legacyBuckets = []string{"projects_by_owner", "projects_containers_by_project"}
+
+// get is the record of bucket under key, nil when there is none.
+func get[T any](tx *store.Tx, bucket, key string) (*T, error) {
+	var v T
+	ok, err := tx.Get(bucket, key, &v)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// where is the records of table whose field is value, oldest first, at
+// most limit (0: every one).
+func where[T any](tx *store.Tx, table *store.Table, field, value string, limit int) ([]T, error) {
+	pg, err := store.PageOf[T](tx, table, store.Query{Filters: []store.Filter{store.Where(field, store.Eq, value)},
+		Sort: []string{"created_at"}, Limit: limit, SkipTotal: true})
+	return pg.Items, err
+}
+
+// under is every record of bucket whose key starts with prefix, in key
+// order.
+func under[T any](tx *store.Tx, bucket, prefix string) ([]T, error) {
+	var out []T
+	err := tx.ForEachPrefix(bucket, prefix, func(_ string, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+func getProject(tx *store.Tx, id string) (*Project, error) {
+	return get[Project](tx, bucketProjects, id)
+}
+
+func getContainer(tx *store.Tx, id string) (*Container, error) {
+	return get[Container](tx, bucketContainers, id)
+}
+
+// findProject is project id, 404 when there is none.
+func findProject(tx *store.Tx, id string) (*Project, error) {
+	p, err := getProject(tx, id)
+	if err == nil && p == nil {
+		err = fault.NotFound("project", id)
+	}
+	return p, err
+}
+
+// findContainer is container id, 404 when there is none.
+func findContainer(tx *store.Tx, id string) (*Container, error) {
+	c, err := getContainer(tx, id)
+	if err == nil && c == nil {
+		err = fault.NotFound("container", id)
+	}
+	return c, err
+}
+
+// projectContainers is project id's containers oldest first, at most
+// limit (0: every one).
+func projectContainers(tx *store.Tx, id string, limit int) ([]Container, error) {
+	return where[Container](tx, containerTable, "project_id", id, limit)
+}
+
+// transact runs fn in a transaction of run (DB.ViewContext or
+// DB.UpdateContext) and answers what fn answers; a failure is op's
+// (fault.Wrap).
+func transact[T any](ctx context.Context, run func(context.Context, func(*store.Tx) error) error, op string,
+	fn func(tx *store.Tx) (T, error)) (T, error) {
+	var out T
+	err := run(ctx, func(tx *store.Tx) (err error) {
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, fault.Wrap(op, err)
+	}
+	return out, nil
+}

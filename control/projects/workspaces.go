@@ -37,22 +37,8 @@ var workspaceTable = store.Declare(bucketWorkspaces, []store.Field[Workspace]{
 	store.Time("created_at", func(w *Workspace) time.Time { return w.CreatedAt }),
 }, store.Index{Fields: []string{"project_id", "created_at"}, Sort: true})
 
-func getWorkspace(tx *store.Tx, id string) (*Workspace, error) {
-	var w Workspace
-	ok, err := tx.Get(bucketWorkspaces, id, &w)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &w, nil
-}
-
 func projectWorkspaces(tx *store.Tx, project string, limit int) ([]Workspace, error) {
-	pg, err := store.PageOf[Workspace](tx, workspaceTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, project)},
-		Sort: []string{"created_at"}, Limit: limit, SkipTotal: true})
-	if err != nil {
-		return nil, err
-	}
-	return pg.Items, nil
+	return where[Workspace](tx, workspaceTable, "project_id", project, limit)
 }
 
 func projectHasWorkspaces(tx *store.Tx, project string) error {
@@ -70,7 +56,7 @@ func projectHasWorkspaces(tx *store.Tx, project string) error {
 // (in tx): 404 naming workspace_id when the project has none of that id,
 // 409 when another container mounts it.
 func attachWorkspace(tx *store.Tx, project, id, container string) error {
-	w, err := getWorkspace(tx, id)
+	w, err := get[Workspace](tx, bucketWorkspaces, id)
 	if err != nil {
 		return err
 	}
@@ -97,7 +83,7 @@ func (s *Service) dropStateRecords(tx *store.Tx, id string) error {
 		return err
 	}
 	if c.WorkspaceID != "" {
-		w, err := getWorkspace(tx, c.WorkspaceID)
+		w, err := get[Workspace](tx, bucketWorkspaces, c.WorkspaceID)
 		if err != nil || w == nil || w.ContainerID != id {
 			return err
 		}
@@ -117,18 +103,10 @@ type WorkspaceList struct {
 
 // ListWorkspaces is a project's kept workspaces, oldest first.
 func (s *Service) ListWorkspaces(ctx context.Context, in ProjectRef) (*WorkspaceList, error) {
-	out := &WorkspaceList{Workspaces: []Workspace{}}
-	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return transact(ctx, s.db.ViewContext, "list the workspaces", func(tx *store.Tx) (*WorkspaceList, error) {
 		list, err := projectWorkspaces(tx, in.ID, 0)
-		if list != nil {
-			out.Workspaces = list
-		}
-		return err
+		return &WorkspaceList{Workspaces: nonNil(list)}, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("list the workspaces", err)
-	}
-	return out, nil
 }
 
 // WorkspaceRef names a workspace of a project.
@@ -149,7 +127,7 @@ func (s *Service) DeleteWorkspace(ctx context.Context, in WorkspaceRef) error {
 	unlock := s.lc.lock("workspace/" + in.WorkspaceID)
 	defer unlock()
 	check := func(tx *store.Tx) error {
-		w, err := getWorkspace(tx, in.WorkspaceID)
+		w, err := get[Workspace](tx, bucketWorkspaces, in.WorkspaceID)
 		if err != nil {
 			return err
 		}
