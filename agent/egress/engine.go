@@ -260,8 +260,7 @@ func (e *Engine) start() error {
 		return err
 	}
 	for _, l := range e.fwd {
-		e.conns.Add(1)
-		go e.acceptLoop(l)
+		e.conns.Go(func() { e.acceptLoop(l) })
 	}
 	e.started = true
 	return nil

@@ -45,6 +45,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -556,7 +557,7 @@ func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
 		if name == "" {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "service", Message: "no service named after /_/"}
 		}
-		if !g.isKnown(name) {
+		if !slices.Contains(g.known, name) {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "service",
 				Message: "unknown service " + strconv.Quote(name) + " (services: " + strings.Join(g.cfg.Known, ", ") + ")"}
 		}
@@ -564,15 +565,6 @@ func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
 	}
 	return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "route",
 		Message: "no service named in the request: use the path /_/<service>/... or the Host <project_id>-<container_id>-<service>-1.<server_name>." + g.cfg.Domain}
-}
-
-func (g *Gateway) isKnown(name string) bool {
-	for _, k := range g.known {
-		if k == name {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *Gateway) ownsPrefix(prefix string) bool {

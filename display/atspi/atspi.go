@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -457,9 +458,9 @@ func (b *Bus) scrollPane(ctx context.Context, el, pane ref) error {
 		}
 		var delta int32
 		switch st := stateNames(states); {
-		case has(st, "vertical"):
+		case slices.Contains(st, "vertical"):
 			delta = least(e.Y, e.H, p.Y, p.H)
-		case has(st, "horizontal"):
+		case slices.Contains(st, "horizontal"):
 			delta = least(e.X, e.W, p.X, p.W)
 		}
 		if delta == 0 {
@@ -492,13 +493,4 @@ func least(at, size, view, vsize int32) int32 {
 		return at + size - (view + vsize)
 	}
 	return 0
-}
-
-func has(states []string, s string) bool {
-	for _, x := range states {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -161,7 +162,7 @@ func (c *clipboard) serve(e xproto.SelectionRequestEvent) {
 			buf := make([]byte, 4)
 			xproto.ChangeProperty(c.conn, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomInteger, 32, 1, buf)
 			reply.Property = prop
-		case clip.Image == nil && contains(textTargets, target):
+		case clip.Image == nil && slices.Contains(textTargets, target):
 			typ := c.atom("UTF8_STRING")
 			if target == "STRING" {
 				typ = xproto.AtomString
@@ -211,15 +212,6 @@ func (c *clipboard) sendNextChunk(k incrKey) {
 	if len(part) == 0 {
 		xproto.ChangeWindowAttributes(c.conn, k.win, xproto.CwEventMask, []uint32{0})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // set takes ownership of CLIPBOARD.
