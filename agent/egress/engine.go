@@ -350,10 +350,8 @@ func (e *Engine) Status() netconf.Status {
 	defer e.stMu.Unlock()
 	s := e.st
 	s.Allowed, s.Denied = e.allowed.Load(), e.denied.Load()
-	s.Recent = make([]netconf.Decision, 0, len(e.recent))
-	for i := len(e.recent) - 1; i >= 0; i-- {
-		s.Recent = append(s.Recent, e.recent[i])
-	}
+	s.Recent = append(make([]netconf.Decision, 0, len(e.recent)), e.recent...)
+	slices.Reverse(s.Recent)
 	return s
 }
 
@@ -398,8 +396,7 @@ func (e *Engine) decide(d netconf.Decision) {
 	e.journal(level, "egress "+d.Outcome, fields)
 	e.stMu.Lock()
 	if len(e.recent) >= netconf.MaxRecent {
-		copy(e.recent, e.recent[1:])
-		e.recent = e.recent[:len(e.recent)-1]
+		e.recent = slices.Delete(e.recent, 0, 1)
 	}
 	e.recent = append(e.recent, d)
 	e.stMu.Unlock()

@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -216,15 +217,7 @@ func New(cfg Config) *Gateway {
 	if g.limit.Total <= 0 {
 		g.limit.Total = connlimit.Share(4, 1, 64)
 	}
-	if cfg.Status != nil {
-		g.status = fasthttpadaptor.NewFastHTTPHandler(cfg.Status)
-	}
-	if cfg.Claim != nil {
-		g.claim = fasthttpadaptor.NewFastHTTPHandler(cfg.Claim)
-	}
-	if cfg.Identity != nil {
-		g.handoff = fasthttpadaptor.NewFastHTTPHandler(cfg.Identity)
-	}
+	g.status, g.claim, g.handoff = adapt(cfg.Status), adapt(cfg.Claim), adapt(cfg.Identity)
 	g.srv = &fasthttp.Server{
 		Handler:                      g.handle,
 		Name:                         "",
@@ -245,6 +238,14 @@ func New(cfg Config) *Gateway {
 		ErrorHandler:          parseError,
 	}
 	return g
+}
+
+// adapt serves h on fasthttp (nil: nil).
+func adapt(h http.Handler) fasthttp.RequestHandler {
+	if h == nil {
+		return nil
+	}
+	return fasthttpadaptor.NewFastHTTPHandler(h)
 }
 
 // Serve accepts connections on ln until Shutdown.
@@ -308,10 +309,7 @@ func (g *Gateway) Close() error {
 	// is in flight (a tunnel, not yet hijacked) untracks it, which takes
 	// g.mu.
 	g.mu.Lock()
-	conns := make([]net.Conn, 0, len(g.conns))
-	for c := range g.conns {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Keys(g.conns))
 	g.mu.Unlock()
 	for _, c := range conns {
 		_ = c.Close()
@@ -426,7 +424,7 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		// A page at /_/<service> would resolve its relative links against
 		// /_/; send browsers to the directory form, as file servers do.
 		if (ctx.IsGet() || ctx.IsHead()) && path == prefix {
-			redirect(ctx, prefix+"/", query)
+			redirect(ctx, http.StatusPermanentRedirect, prefix+"/", query)
 			return
 		}
 	}
@@ -461,12 +459,7 @@ func previewCookie(ctx *fasthttp.RequestCtx, path, query string) {
 	ctx.Response.Header.SetCookie(c)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("Referrer-Policy", "no-referrer")
-	to := path
-	if query != "" {
-		to += "?" + query
-	}
-	ctx.Response.Header.Set("Location", to)
-	ctx.SetStatusCode(http.StatusSeeOther)
+	redirect(ctx, http.StatusSeeOther, path, query)
 }
 
 // serveLocal answers the agent's own routes (status, claim): loopback
@@ -495,14 +488,15 @@ func (g *Gateway) serveLocal(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler
 	h(ctx)
 }
 
-// redirect answers 308 to the directory form, as http.Redirect does.
-func redirect(ctx *fasthttp.RequestCtx, to, query string) {
+// redirect answers status to the path to with query; a 308 (to the
+// directory form) gets a body, as http.Redirect gives it.
+func redirect(ctx *fasthttp.RequestCtx, status int, to, query string) {
 	if query != "" {
 		to += "?" + query
 	}
 	ctx.Response.Header.Set("Location", to)
-	ctx.SetStatusCode(http.StatusPermanentRedirect)
-	if ctx.IsGet() {
+	ctx.SetStatusCode(status)
+	if status == http.StatusPermanentRedirect && ctx.IsGet() {
 		ctx.SetContentType("text/html; charset=utf-8")
 		ctx.SetBodyString("<a href=\"" + htmlEscaper.Replace(to) + "\">Permanent Redirect</a>.\n")
 	}

@@ -285,10 +285,7 @@ func (b *Bus) SetValue(ctx context.Context, id, value string) error {
 	if err := b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}); err != nil {
 		return elementErr(id, err)
 	}
-	has := map[string]bool{}
-	for _, i := range ifaces {
-		has[i] = true
-	}
+	has := interfaceSet(ifaces)
 	switch {
 	case has[ifEditable]:
 		var done bool

@@ -141,20 +141,15 @@ func (c *clipboard) serve(e xproto.SelectionRequestEvent) {
 		target := c.atomName(e.Target)
 		switch {
 		case target == "TARGETS":
-			var list []xproto.Atom
-			for _, n := range []string{"TARGETS", "TIMESTAMP"} {
-				list = append(list, c.atom(n))
-			}
+			list := []string{"TARGETS", "TIMESTAMP"}
 			if clip.Image != nil {
-				list = append(list, c.atom(clip.MIME))
+				list = append(list, clip.MIME)
 			} else {
-				for _, n := range textTargets {
-					list = append(list, c.atom(n))
-				}
+				list = append(list, textTargets...)
 			}
 			buf := make([]byte, 4*len(list))
-			for i, a := range list {
-				binary.LittleEndian.PutUint32(buf[i*4:], uint32(a))
+			for i, n := range list {
+				binary.LittleEndian.PutUint32(buf[i*4:], uint32(c.atom(n)))
 			}
 			xproto.ChangeProperty(c.conn, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomAtom, 32, uint32(len(list)), buf)
 			reply.Property = prop
