@@ -508,18 +508,12 @@ var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"
 // escaped path and the raw query. An absolute-form target
 // (http://host/path) yields its path.
 func splitRequestURI(uri []byte) (path, query string) {
-	s := string(uri)
-	if i := strings.IndexByte(s, '#'); i >= 0 {
-		s = s[:i]
-	}
+	s, _, _ := strings.Cut(string(uri), "#")
 	s, query, _ = strings.Cut(s, "?")
 	if !strings.HasPrefix(s, "/") {
 		if _, rest, ok := strings.Cut(s, "://"); ok {
-			if i := strings.IndexByte(rest, '/'); i >= 0 {
-				s = rest[i:]
-			} else {
-				s = "/"
-			}
+			_, p, _ := strings.Cut(rest, "/")
+			s = "/" + p
 		}
 	}
 	return s, query
