@@ -196,14 +196,7 @@ func OwnPorts(base int, listen, controlURL string) string {
 		}
 	}
 	if u, err := url.Parse(controlURL); err == nil && u.Host != "" && isLoopbackHost(u.Hostname()) {
-		p := u.Port()
-		if p == "" {
-			p = map[string]string{"https": "443"}[u.Scheme]
-		}
-		if p == "" {
-			p = "80"
-		}
-		ports = append(ports, p)
+		ports = append(ports, cmp.Or(u.Port(), map[string]string{"https": "443"}[u.Scheme], "80"))
 	}
 	return strings.Join(ports, ",")
 }

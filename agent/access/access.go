@@ -21,6 +21,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -323,10 +324,8 @@ func credentials(pol *proxyperm.Policy, group string) []gateway.Credential {
 		}
 		switch g.Type {
 		case proxyperm.TypeToken:
-			in := map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location]
-			if in == "" {
-				in = gateway.CredentialQuery
-			}
+			in := cmp.Or(map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location],
+				gateway.CredentialQuery)
 			return []gateway.Credential{{In: in, Name: g.Name2}}
 		case proxyperm.TypePassword:
 			return []gateway.Credential{{In: gateway.CredentialHeader, Name: "Authorization"}}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -103,9 +104,7 @@ func New(opt Options) *Engine {
 	if opt.Clock == nil {
 		opt.Clock = clock.SystemClock{}
 	}
-	if opt.Mark == 0 {
-		opt.Mark = DefaultMark
-	}
+	opt.Mark = cmp.Or(opt.Mark, DefaultMark)
 	if opt.SniffWait <= 0 {
 		opt.SniffWait = SniffWait
 	}

@@ -38,6 +38,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -569,14 +570,7 @@ func (g *Gateway) ownsPrefix(prefix string) bool {
 }
 
 func (g *Gateway) identity() string {
-	p, c := g.cfg.ProjectID, g.cfg.ContainerID
-	if p == "" {
-		p = "*"
-	}
-	if c == "" {
-		c = "*"
-	}
-	return "project " + p + ", container " + c
+	return "project " + cmp.Or(g.cfg.ProjectID, "*") + ", container " + cmp.Or(g.cfg.ContainerID, "*")
 }
 
 // backendError answers when the service cannot be reached or broke the

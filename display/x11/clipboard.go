@@ -3,6 +3,7 @@
 package x11
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -128,10 +129,7 @@ func (c *clipboard) loop() {
 
 // serve answers one paste request.
 func (c *clipboard) serve(e xproto.SelectionRequestEvent) {
-	prop := e.Property
-	if prop == 0 {
-		prop = e.Target // obsolete clients
-	}
+	prop := cmp.Or(e.Property, e.Target) // obsolete clients name no property
 	c.mu.Lock()
 	clip, ok := c.data[e.Selection]
 	c.mu.Unlock()
