@@ -285,9 +285,8 @@ func (b *Bus) SetValue(ctx context.Context, id, value string) error {
 	if err := b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}); err != nil {
 		return elementErr(id, err)
 	}
-	has := interfaceSet(ifaces)
 	switch {
-	case has[ifEditable]:
+	case slices.Contains(ifaces, ifEditable):
 		var done bool
 		if err := b.call(ctx, r, ifEditable+".SetTextContents", []any{&done}, value); err != nil {
 			return elementErr(id, err)
@@ -296,7 +295,7 @@ func (b *Bus) SetValue(ctx context.Context, id, value string) error {
 			return fault.Errorf(fault.CodeConflict, "element %s refused the text (is it read-only?)", id).WithDetails("elementId")
 		}
 		return nil
-	case has[ifValue]:
+	case slices.Contains(ifaces, ifValue):
 		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
 			return fault.Invalid("value", "must be a number for a %s element, got %q", "range", value)
