@@ -22,23 +22,14 @@ func newNotifier(log *slog.Logger) contract.Notifier { return notifications.NewR
 // wireNotifier forwards the relay to an isolated notifications service.
 func (s *Supervisor) wireNotifier() {
 	r, ok := s.cfg.Notifier.(*notifications.Relay)
-	if u := s.notificationsUnit(); ok && u != nil && u.mode == ModeChild {
+	if u := s.unit("notifications"); ok && u != nil && u.mode == ModeChild {
 		r.Forward("http://"+u.addr, filepath.Join(s.cfg.Data, "notifications"))
 	}
 }
 
-func (s *Supervisor) notificationsUnit() *unit {
-	for _, u := range s.units {
-		if u.name == "notifications" {
-			return u
-		}
-	}
-	return nil
-}
-
 // notifyEnv is what a child needs to reach the notifications service.
 func (s *Supervisor) notifyEnv() []string {
-	if u := s.notificationsUnit(); u != nil {
+	if u := s.unit("notifications"); u != nil {
 		return []string{notifications.IngestURLEnv + "=http://" + u.addr}
 	}
 	return nil

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -163,19 +165,15 @@ func Registered() []string {
 	for _, e := range registry {
 		names = append(names, e.Name)
 	}
-	sort.Slice(names, func(i, j int) bool { return Offsets[names[i]] < Offsets[names[j]] })
+	slices.SortFunc(names, byOffset)
 	return names
 }
 
 // Known lists every service name of docs/spec/operations.md, registered or not.
-func Known() []string {
-	var names []string
-	for n := range Offsets {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return Offsets[names[i]] < Offsets[names[j]] })
-	return names
-}
+func Known() []string { return slices.SortedFunc(maps.Keys(Offsets), byOffset) }
+
+// byOffset orders service names by port.
+func byOffset(a, b string) int { return cmp.Compare(Offsets[a], Offsets[b]) }
 
 // Port is the service's port for a port base.
 func Port(base int, name string) int { return base + Offsets[name] }
@@ -198,14 +196,7 @@ func OwnPorts(base int, listen, controlURL string) string {
 		}
 	}
 	if u, err := url.Parse(controlURL); err == nil && u.Host != "" && isLoopbackHost(u.Hostname()) {
-		p := u.Port()
-		if p == "" {
-			p = map[string]string{"https": "443"}[u.Scheme]
-		}
-		if p == "" {
-			p = "80"
-		}
-		ports = append(ports, p)
+		ports = append(ports, cmp.Or(u.Port(), map[string]string{"https": "443"}[u.Scheme], "80"))
 	}
 	return strings.Join(ports, ",")
 }
@@ -228,23 +219,31 @@ func Select(list string) ([]string, error) {
 	if list == "" || list == "all" {
 		return Registered(), nil
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range strings.Split(list, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" || seen[n] {
-			continue
-		}
-		if _, known := Offsets[n]; !known {
-			return nil, fmt.Errorf("--services: unknown service %q (services: %s)", n, strings.Join(Known(), ", "))
-		}
-		seen[n] = true
-		out = append(out, n)
+	out, err := knownNames("--services", list, "")
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--services: no service named")
 	}
-	sort.Slice(out, func(i, j int) bool { return Offsets[out[i]] < Offsets[out[j]] })
+	slices.SortFunc(out, byOffset)
+	return out, nil
+}
+
+// knownNames splits a comma list of service names of flag, without empty
+// ones, skip and repeats; an unknown name is an error that lists the known.
+func knownNames(flag, list, skip string) ([]string, error) {
+	var out []string
+	for n := range strings.SplitSeq(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || n == skip || slices.Contains(out, n) {
+			continue
+		}
+		if _, known := Offsets[n]; !known {
+			return nil, fmt.Errorf("%s: unknown service %q (services: %s)", flag, n, strings.Join(Known(), ", "))
+		}
+		out = append(out, n)
+	}
 	return out, nil
 }
 
@@ -252,19 +251,14 @@ func Select(list string) ([]string, error) {
 // must be known services; known ones that are not running are ignored (the
 // default "display" is harmless on an agent without a display service).
 func SelectIsolated(list string, running []string) (map[string]bool, error) {
+	names, err := knownNames("--isolate", list, "none")
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]bool{}
-	for _, n := range strings.Split(list, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" || n == "none" {
-			continue
-		}
-		if _, known := Offsets[n]; !known {
-			return nil, fmt.Errorf("--isolate: unknown service %q (services: %s)", n, strings.Join(Known(), ", "))
-		}
-		for _, r := range running {
-			if r == n {
-				out[n] = true
-			}
+	for _, n := range names {
+		if slices.Contains(running, n) {
+			out[n] = true
 		}
 	}
 	return out, nil

@@ -53,17 +53,14 @@ func (s *Supervisor) startUnits(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	start := func(us []*unit) {
 		for _, u := range us {
-			wg.Add(1)
-			go func() { defer wg.Done(); u.run(ctx) }()
+			wg.Go(func() { u.run(ctx) })
 		}
 	}
 	start(first)
 	if len(rest) == 0 {
 		return
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		wait, cancel := context.WithTimeout(ctx, startFirstWait)
 		defer cancel()
 		for _, u := range first {
@@ -83,5 +80,5 @@ func (s *Supervisor) startUnits(ctx context.Context, wg *sync.WaitGroup) {
 		if ctx.Err() == nil {
 			start(rest)
 		}
-	}()
+	})
 }

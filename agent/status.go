@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +63,7 @@ func (s *Supervisor) Status(ctx context.Context) Status {
 		ss := ServiceStatus{Name: u.name, Address: u.addr, URL: "http://" + u.addr, Mode: u.mode, State: u.state,
 			PID: u.pid, Restarts: u.restarts, LastError: u.lastErr}
 		if u.mode == ModeChild {
-			ss.Command = describeArgv(u.argv)
+			ss.Command = strings.Join(u.argv, " ")
 		}
 		if u.pid != 0 {
 			ss.Started = u.since.UTC().Format(time.RFC3339Nano)
@@ -70,9 +71,7 @@ func (s *Supervisor) Status(ctx context.Context) Status {
 		}
 		u.mu.Unlock()
 		st.Services[i] = ss
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			hctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			defer cancel()
 			h, err := s.fetchHealth(hctx, u.addr)
@@ -86,7 +85,7 @@ func (s *Supervisor) Status(ctx context.Context) Status {
 			if cur := st.Services[i].State; cur == StateRunning || cur == StateUnavailable {
 				st.Services[i].State = u.observe(h, st.Services[i].PID)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if s.egress != nil {

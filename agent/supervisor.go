@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -306,23 +306,19 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	s.startUnits(runCtx, &wg)
 	if s.access != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.access.Run(runCtx) }()
+		wg.Go(func() { s.access.Run(runCtx) })
 	}
 	if s.egress != nil {
 		// The last verified configuration is in force before the
 		// services start; the rules go when the agent stops.
 		sync := egress.NewSync(runCtx, s.egressSync())
-		wg.Add(1)
-		go func() { defer wg.Done(); sync.Run(runCtx) }()
+		wg.Go(func() { sync.Run(runCtx) })
 	}
 	if s.access != nil && s.access.Control() != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.reportActivity(runCtx, s.access.Control()) }()
+		wg.Go(func() { s.reportActivity(runCtx, s.access.Control()) })
 	}
 	if keys := s.newSSHKeySync(); keys != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); keys.run(runCtx) }()
+		wg.Go(func() { keys.run(runCtx) })
 	}
 	// servicesUp closes once every service has answered its first health
 	// check.
@@ -331,18 +327,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		// The SSH server (and its first start's host key) waits for the
 		// services: a new container's first request should not share
 		// its cores with ssh-keygen.
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			select {
 			case <-servicesUp:
 				srv.run(runCtx)
 			case <-runCtx.Done():
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); s.releaseIdleMemory(runCtx) }()
+	wg.Go(func() { s.releaseIdleMemory(runCtx) })
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
 
@@ -419,21 +412,27 @@ loop:
 // backend is the gateway's view of the running set.
 func (s *Supervisor) backend(name string) (string, bool) {
 	s.order.want(name)
-	for _, u := range s.units {
-		if u.name == name {
-			return u.addr, true
-		}
+	if u := s.unit(name); u != nil {
+		return u.addr, true
 	}
 	return "", false
+}
+
+// unit is the unit of service name (nil: it does not run here).
+func (s *Supervisor) unit(name string) *unit {
+	for _, u := range s.units {
+		if u.name == name {
+			return u
+		}
+	}
+	return nil
 }
 
 // inProcess is the handler the gateway calls for a service served in this
 // process right now; nil for a child (--isolate), or while none serves.
 func (s *Supervisor) inProcess(name string) *gateway.InProcess {
-	for _, u := range s.units {
-		if u.name == name {
-			return u.direct.Load()
-		}
+	if u := s.unit(name); u != nil {
+		return u.direct.Load()
 	}
 	return nil
 }
@@ -445,11 +444,9 @@ func (s *Supervisor) GatewayAddr() string { return s.gwLn.Addr().String() }
 // when the journal service runs (in-process or isolated), a Sink that
 // buffers until it is up and delivers to it; otherwise the agent's log.
 func journalSink(data string, services []string, log *slog.Logger) (contract.Journal, *journal.Sink) {
-	for _, n := range services {
-		if n == "journal" {
-			sink := journal.NewSink(journal.SinkConfig{Socket: journal.SocketPath(data), Logger: log})
-			return sink, sink
-		}
+	if slices.Contains(services, "journal") {
+		sink := journal.NewSink(journal.SinkConfig{Socket: journal.SocketPath(data), Logger: log})
+		return sink, sink
 	}
 	return contract.LogJournal{Logger: log}, nil
 }
@@ -469,8 +466,6 @@ func probeClient() *http.Client {
 		},
 	}
 }
-
-func describeArgv(argv []string) string { return strings.Join(argv, " ") }
 
 // printSummary tells whoever started the agent where everything is.
 func (s *Supervisor) printSummary() {

@@ -237,11 +237,11 @@ func (u *unit) runChild(ctx context.Context) error {
 	cmd.Env = childEnv(env)
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", describeArgv(u.argv), err)
+		return fmt.Errorf("start %s: %w", strings.Join(u.argv, " "), err)
 	}
 	pid := cmd.Process.Pid
 	gen := u.begin(pid)
-	u.log.Info("child started", "pid", pid, "command", describeArgv(u.argv))
+	u.log.Info("child started", "pid", pid, "command", strings.Join(u.argv, " "))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	go u.watchHealth(ctx, gen)
@@ -294,13 +294,9 @@ func (u *unit) watchHealth(ctx context.Context, gen int) {
 			return
 		}
 		if h, err := u.sup.fetchHealth(ctx, u.addr); err == nil {
-			state := StateRunning
-			if h.Status != "ok" {
-				state = StateUnavailable
-			}
 			u.mu.Lock()
 			if u.gen == gen {
-				u.state = state
+				u.state = healthState(h)
 			}
 			u.mu.Unlock()
 			u.readyOnce.Do(func() { close(u.ready) })
@@ -323,16 +319,20 @@ func (u *unit) watchHealth(ctx context.Context, gen int) {
 // observe folds a fresh health record of the run with pid into the unit's
 // state and returns the state.
 func (u *unit) observe(h *platform.Health, pid int) string {
-	state := StateRunning
-	if h.Status != "ok" {
-		state = StateUnavailable
-	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.pid == pid && (u.state == StateRunning || u.state == StateUnavailable) {
-		u.state = state
+		u.state = healthState(h)
 	}
 	return u.state
+}
+
+// healthState is the state a health record tells.
+func healthState(h *platform.Health) string {
+	if h.Status != "ok" {
+		return StateUnavailable
+	}
+	return StateRunning
 }
 
 // fetchHealth asks a service for its health record. No User-Agent is sent,

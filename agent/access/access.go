@@ -21,6 +21,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -148,15 +149,13 @@ func New(cfg Config) (*Authorizer, error) {
 			return nil, err
 		}
 		a.cfg.ControlURL = u
-		var pinned map[string]ed25519.PublicKey
 		if cfg.ControlKey != "" {
-			if pinned, err = parseControlKey(cfg.ControlKey); err != nil {
+			if a.pinned, err = parseControlKey(cfg.ControlKey); err != nil {
 				return nil, err
 			}
 		}
-		a.pinned = pinned
 		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
-			Pinned: pinned, Trusted: a.keptKeys(pinned), TrustFirst: true, OnAccept: a.keysAccepted,
+			Pinned: a.pinned, Trusted: a.keptKeys(a.pinned), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
 		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, TokenFile: cfg.TokenFile,
 			Client: cfg.Client, Verifier: a.verifier}
@@ -325,10 +324,8 @@ func credentials(pol *proxyperm.Policy, group string) []gateway.Credential {
 		}
 		switch g.Type {
 		case proxyperm.TypeToken:
-			in := map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location]
-			if in == "" {
-				in = gateway.CredentialQuery
-			}
+			in := cmp.Or(map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location],
+				gateway.CredentialQuery)
 			return []gateway.Credential{{In: in, Name: g.Name2}}
 		case proxyperm.TypePassword:
 			return []gateway.Credential{{In: gateway.CredentialHeader, Name: "Authorization"}}

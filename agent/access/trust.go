@@ -163,13 +163,10 @@ func (a *Authorizer) keptKeys(pinned map[string]ed25519.PublicKey) map[string]ed
 	if len(trusted) == len(kept) {
 		return trusted
 	}
-	var dropped []string
-	for kid := range kept {
-		if _, ok := trusted[kid]; !ok {
-			dropped = append(dropped, kid)
-		}
-	}
-	slices.Sort(dropped)
+	dropped := slices.DeleteFunc(slices.Sorted(maps.Keys(kept)), func(kid string) bool {
+		_, ok := trusted[kid]
+		return ok
+	})
 	a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "warn",
 		Message: "control plane signing keys that no --control-key endorsed dropped, with the document they verified",
 		Fields:  map[string]any{"kids": dropped}})

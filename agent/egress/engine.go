@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -103,9 +104,7 @@ func New(opt Options) *Engine {
 	if opt.Clock == nil {
 		opt.Clock = clock.SystemClock{}
 	}
-	if opt.Mark == 0 {
-		opt.Mark = DefaultMark
-	}
+	opt.Mark = cmp.Or(opt.Mark, DefaultMark)
 	if opt.SniffWait <= 0 {
 		opt.SniffWait = SniffWait
 	}
@@ -260,8 +259,7 @@ func (e *Engine) start() error {
 		return err
 	}
 	for _, l := range e.fwd {
-		e.conns.Add(1)
-		go e.acceptLoop(l)
+		e.conns.Go(func() { e.acceptLoop(l) })
 	}
 	e.started = true
 	return nil
@@ -351,10 +349,8 @@ func (e *Engine) Status() netconf.Status {
 	defer e.stMu.Unlock()
 	s := e.st
 	s.Allowed, s.Denied = e.allowed.Load(), e.denied.Load()
-	s.Recent = make([]netconf.Decision, 0, len(e.recent))
-	for i := len(e.recent) - 1; i >= 0; i-- {
-		s.Recent = append(s.Recent, e.recent[i])
-	}
+	s.Recent = append(make([]netconf.Decision, 0, len(e.recent)), e.recent...)
+	slices.Reverse(s.Recent)
 	return s
 }
 
@@ -399,8 +395,7 @@ func (e *Engine) decide(d netconf.Decision) {
 	e.journal(level, "egress "+d.Outcome, fields)
 	e.stMu.Lock()
 	if len(e.recent) >= netconf.MaxRecent {
-		copy(e.recent, e.recent[1:])
-		e.recent = e.recent[:len(e.recent)-1]
+		e.recent = slices.Delete(e.recent, 0, 1)
 	}
 	e.recent = append(e.recent, d)
 	e.stMu.Unlock()

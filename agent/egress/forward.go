@@ -16,7 +16,6 @@ import (
 )
 
 func (e *Engine) acceptLoop(l net.Listener) {
-	defer e.conns.Done()
 	var b connlimit.Backoff
 	for {
 		c, err := l.Accept()
@@ -41,12 +40,10 @@ func (e *Engine) acceptLoop(l net.Listener) {
 			c.Close()
 			return
 		}
-		e.conns.Add(1)
-		go func() {
-			defer e.conns.Done()
+		e.conns.Go(func() {
 			defer e.untrack(c)
 			e.forward(c.(*net.TCPConn), l.Addr())
-		}()
+		})
 	}
 }
 

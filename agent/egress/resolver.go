@@ -75,9 +75,8 @@ func (e *Engine) listenDNS(pc net.PacketConn, addrs []string, port int) ([]io.Cl
 		u := &dns.Server{PacketConn: pc, Handler: h}
 		t := &dns.Server{Listener: ln, Handler: h}
 		servers = append(servers, shutdown{u}, shutdown{t})
-		e.conns.Add(2)
-		go func() { defer e.conns.Done(); _ = u.ActivateAndServe() }()
-		go func() { defer e.conns.Done(); _ = t.ActivateAndServe() }()
+		e.conns.Go(func() { _ = u.ActivateAndServe() })
+		e.conns.Go(func() { _ = t.ActivateAndServe() })
 	}
 	return servers, nil
 }

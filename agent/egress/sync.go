@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -273,13 +274,7 @@ func (s *Sync) refreshExempt(ctx context.Context) {
 	if err != nil || u.Hostname() == "" {
 		return
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
-		}
-	}
+	port := cmp.Or(u.Port(), map[string]string{"https": "443"}[u.Scheme], "80")
 	p, _ := strconv.Atoi(port)
 	host := u.Hostname()
 	var addrs []netip.Addr

@@ -246,8 +246,7 @@ func drained(ctx *fasthttp.RequestCtx) bool {
 		return true
 	}
 	_ = ctx.Conn().SetReadDeadline(time.Now().Add(lingerTimeout))
-	n, err := io.CopyN(io.Discard, ctx.RequestBodyStream(), lingerLimit+1)
-	return n <= lingerLimit && errors.Is(err, io.EOF)
+	return (&eofReader{r: ctx.RequestBodyStream()}).drain(lingerLimit)
 }
 
 // hasBody: a body of declared length may still be coming from the client

@@ -38,13 +38,16 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,15 +218,7 @@ func New(cfg Config) *Gateway {
 	if g.limit.Total <= 0 {
 		g.limit.Total = connlimit.Share(4, 1, 64)
 	}
-	if cfg.Status != nil {
-		g.status = fasthttpadaptor.NewFastHTTPHandler(cfg.Status)
-	}
-	if cfg.Claim != nil {
-		g.claim = fasthttpadaptor.NewFastHTTPHandler(cfg.Claim)
-	}
-	if cfg.Identity != nil {
-		g.handoff = fasthttpadaptor.NewFastHTTPHandler(cfg.Identity)
-	}
+	g.status, g.claim, g.handoff = adapt(cfg.Status), adapt(cfg.Claim), adapt(cfg.Identity)
 	g.srv = &fasthttp.Server{
 		Handler:                      g.handle,
 		Name:                         "",
@@ -244,6 +239,14 @@ func New(cfg Config) *Gateway {
 		ErrorHandler:          parseError,
 	}
 	return g
+}
+
+// adapt serves h on fasthttp (nil: nil).
+func adapt(h http.Handler) fasthttp.RequestHandler {
+	if h == nil {
+		return nil
+	}
+	return fasthttpadaptor.NewFastHTTPHandler(h)
 }
 
 // Serve accepts connections on ln until Shutdown.
@@ -307,10 +310,7 @@ func (g *Gateway) Close() error {
 	// is in flight (a tunnel, not yet hijacked) untracks it, which takes
 	// g.mu.
 	g.mu.Lock()
-	conns := make([]net.Conn, 0, len(g.conns))
-	for c := range g.conns {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Keys(g.conns))
 	g.mu.Unlock()
 	for _, c := range conns {
 		_ = c.Close()
@@ -425,7 +425,7 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		// A page at /_/<service> would resolve its relative links against
 		// /_/; send browsers to the directory form, as file servers do.
 		if (ctx.IsGet() || ctx.IsHead()) && path == prefix {
-			redirect(ctx, prefix+"/", query)
+			redirect(ctx, http.StatusPermanentRedirect, prefix+"/", query)
 			return
 		}
 	}
@@ -460,12 +460,7 @@ func previewCookie(ctx *fasthttp.RequestCtx, path, query string) {
 	ctx.Response.Header.SetCookie(c)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("Referrer-Policy", "no-referrer")
-	to := path
-	if query != "" {
-		to += "?" + query
-	}
-	ctx.Response.Header.Set("Location", to)
-	ctx.SetStatusCode(http.StatusSeeOther)
+	redirect(ctx, http.StatusSeeOther, path, query)
 }
 
 // serveLocal answers the agent's own routes (status, claim): loopback
@@ -494,14 +489,15 @@ func (g *Gateway) serveLocal(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler
 	h(ctx)
 }
 
-// redirect answers 308 to the directory form, as http.Redirect does.
-func redirect(ctx *fasthttp.RequestCtx, to, query string) {
+// redirect answers status to the path to with query; a 308 (to the
+// directory form) gets a body, as http.Redirect gives it.
+func redirect(ctx *fasthttp.RequestCtx, status int, to, query string) {
 	if query != "" {
 		to += "?" + query
 	}
 	ctx.Response.Header.Set("Location", to)
-	ctx.SetStatusCode(http.StatusPermanentRedirect)
-	if ctx.IsGet() {
+	ctx.SetStatusCode(status)
+	if status == http.StatusPermanentRedirect && ctx.IsGet() {
 		ctx.SetContentType("text/html; charset=utf-8")
 		ctx.SetBodyString("<a href=\"" + htmlEscaper.Replace(to) + "\">Permanent Redirect</a>.\n")
 	}
@@ -513,18 +509,12 @@ var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"
 // escaped path and the raw query. An absolute-form target
 // (http://host/path) yields its path.
 func splitRequestURI(uri []byte) (path, query string) {
-	s := string(uri)
-	if i := strings.IndexByte(s, '#'); i >= 0 {
-		s = s[:i]
-	}
+	s, _, _ := strings.Cut(string(uri), "#")
 	s, query, _ = strings.Cut(s, "?")
 	if !strings.HasPrefix(s, "/") {
 		if _, rest, ok := strings.Cut(s, "://"); ok {
-			if i := strings.IndexByte(rest, '/'); i >= 0 {
-				s = rest[i:]
-			} else {
-				s = "/"
-			}
+			_, p, _ := strings.Cut(rest, "/")
+			s = "/" + p
 		}
 	}
 	return s, query
@@ -556,7 +546,7 @@ func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
 		if name == "" {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "service", Message: "no service named after /_/"}
 		}
-		if !g.isKnown(name) {
+		if !slices.Contains(g.known, name) {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "service",
 				Message: "unknown service " + strconv.Quote(name) + " (services: " + strings.Join(g.cfg.Known, ", ") + ")"}
 		}
@@ -564,15 +554,6 @@ func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
 	}
 	return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "route",
 		Message: "no service named in the request: use the path /_/<service>/... or the Host <project_id>-<container_id>-<service>-1.<server_name>." + g.cfg.Domain}
-}
-
-func (g *Gateway) isKnown(name string) bool {
-	for _, k := range g.known {
-		if k == name {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *Gateway) ownsPrefix(prefix string) bool {
@@ -589,14 +570,7 @@ func (g *Gateway) ownsPrefix(prefix string) bool {
 }
 
 func (g *Gateway) identity() string {
-	p, c := g.cfg.ProjectID, g.cfg.ContainerID
-	if p == "" {
-		p = "*"
-	}
-	if c == "" {
-		c = "*"
-	}
-	return "project " + p + ", container " + c
+	return "project " + cmp.Or(g.cfg.ProjectID, "*") + ", container " + cmp.Or(g.cfg.ContainerID, "*")
 }
 
 // backendError answers when the service cannot be reached or broke the

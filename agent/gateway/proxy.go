@@ -33,11 +33,9 @@ var dropResponse = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Tra
 // is set verbatim (escaped form), never re-encoded.
 func (g *Gateway) rewrite(ctx *fasthttp.RequestCtx, addr, path, query, prefix string) {
 	h := &ctx.Request.Header
-	client := ""
+	client := ctx.RemoteIP().String()
 	if g.cfg.TrustProxyHeaders {
 		client = forwardedClient(ctx.RemoteIP(), h.PeekAll("X-Forwarded-For"))
-	} else {
-		client = ctx.RemoteIP().String()
 	}
 	proto := "http"
 	if ctx.IsTLS() {
@@ -110,11 +108,11 @@ func (p *proxy) forward(ctx *fasthttp.RequestCtx, clientClose bool) {
 		// The header had headerTimeout; an upload takes as long as it takes.
 		_ = ctx.Conn().SetReadDeadline(time.Time{})
 	}
+	if clientClose {
+		defer ctx.SetConnectionClose()
+	}
 	if err := p.hc.Do(req, &ctx.Response); err != nil {
 		p.g.backendError(ctx, p.service, err)
-		if clientClose {
-			ctx.SetConnectionClose()
-		}
 		return
 	}
 	rh := &ctx.Response.Header
@@ -123,9 +121,6 @@ func (p *proxy) forward(ctx *fasthttp.RequestCtx, clientClose bool) {
 		rh.Del(k)
 	}
 	rh.SetNoDefaultContentType(true)
-	if clientClose {
-		ctx.SetConnectionClose()
-	}
 }
 
 // earlyAnswerLimit is how much of a service's answer the gateway holds

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"deckhand/display/core"
@@ -271,11 +272,9 @@ func (s *Service) ElementDoAction(ctx context.Context, in ElementAction) (Elemen
 	if err != nil {
 		return ElementResult{}, err
 	}
-	for _, have := range n.Actions {
-		if have == in.Body.Name {
-			return s.afterElement(ctx, a, n, "action", "action", have, map[string]string{"name": have},
-				a.DoAction(ctx, in.ElementID, have))
-		}
+	if name := in.Body.Name; slices.Contains(n.Actions, name) {
+		return s.afterElement(ctx, a, n, "action", "action", name, map[string]string{"name": name},
+			a.DoAction(ctx, in.ElementID, name))
 	}
 	return ElementResult{}, fault.Invalid("name", "element %s has no action %q", in.ElementID, in.Body.Name).
 		WithDetails("actions: %s", strings.Join(n.Actions, ", "))

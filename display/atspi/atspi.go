@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,12 +285,8 @@ func (b *Bus) SetValue(ctx context.Context, id, value string) error {
 	if err := b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}); err != nil {
 		return elementErr(id, err)
 	}
-	has := map[string]bool{}
-	for _, i := range ifaces {
-		has[i] = true
-	}
 	switch {
-	case has[ifEditable]:
+	case slices.Contains(ifaces, ifEditable):
 		var done bool
 		if err := b.call(ctx, r, ifEditable+".SetTextContents", []any{&done}, value); err != nil {
 			return elementErr(id, err)
@@ -298,7 +295,7 @@ func (b *Bus) SetValue(ctx context.Context, id, value string) error {
 			return fault.Errorf(fault.CodeConflict, "element %s refused the text (is it read-only?)", id).WithDetails("elementId")
 		}
 		return nil
-	case has[ifValue]:
+	case slices.Contains(ifaces, ifValue):
 		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
 			return fault.Invalid("value", "must be a number for a %s element, got %q", "range", value)
@@ -457,9 +454,9 @@ func (b *Bus) scrollPane(ctx context.Context, el, pane ref) error {
 		}
 		var delta int32
 		switch st := stateNames(states); {
-		case has(st, "vertical"):
+		case slices.Contains(st, "vertical"):
 			delta = least(e.Y, e.H, p.Y, p.H)
-		case has(st, "horizontal"):
+		case slices.Contains(st, "horizontal"):
 			delta = least(e.X, e.W, p.X, p.W)
 		}
 		if delta == 0 {
@@ -492,13 +489,4 @@ func least(at, size, view, vsize int32) int32 {
 		return at + size - (view + vsize)
 	}
 	return 0
-}
-
-func has(states []string, s string) bool {
-	for _, x := range states {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

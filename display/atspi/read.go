@@ -102,9 +102,7 @@ func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]desktop.AccessibleApp
 	keep := make([]bool, len(apps))
 	var wg sync.WaitGroup
 	for i, a := range apps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var p uint32
 			if err := b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, a.Name).Store(&p); err == nil {
 				out[i].PID = int(p)
@@ -121,7 +119,7 @@ func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]desktop.AccessibleApp
 				return // an application that quit while we read it is not listed
 			}
 			out[i].Root, keep[i] = n, true
-		}()
+		})
 	}
 	wg.Wait()
 	res := []desktop.AccessibleApp{}

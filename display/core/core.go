@@ -45,7 +45,7 @@ type Desk struct {
 	Log   *slog.Logger
 	Clock clockpkg.Clock
 
-	drv    atomic.Pointer[driverBox]
+	drv    atomic.Pointer[desktop.Driver]
 	reason atomic.Pointer[string]
 
 	// input serialises everything that presses, moves or types, so one
@@ -54,8 +54,6 @@ type Desk struct {
 	gate     atomic.Pointer[func() error]
 	timeline atomic.Pointer[func(action string, args any, el *TimelineTarget, err error)]
 }
-
-type driverBox struct{ d desktop.Driver }
 
 // NewDesk is a desk without a driver until SetDriver.
 func NewDesk(log *slog.Logger, clock clockpkg.Clock) *Desk {
@@ -71,7 +69,7 @@ func NewDesk(log *slog.Logger, clock clockpkg.Clock) *Desk {
 }
 
 // SetDriver makes the display available through drv.
-func (d *Desk) SetDriver(drv desktop.Driver) { d.drv.Store(&driverBox{d: drv}) }
+func (d *Desk) SetDriver(drv desktop.Driver) { d.drv.Store(&drv) }
 
 // SetUnavailable drops the driver (the caller closes it) and records why.
 func (d *Desk) SetUnavailable(reason string) {
@@ -81,8 +79,8 @@ func (d *Desk) SetUnavailable(reason string) {
 
 // Driver returns the current driver, or nil.
 func (d *Desk) Driver() desktop.Driver {
-	if b := d.drv.Load(); b != nil {
-		return b.d
+	if p := d.drv.Load(); p != nil {
+		return *p
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"deckhand/platform/fault"
@@ -33,12 +34,7 @@ type AccessibleNode struct {
 
 // Has reports whether the node holds state.
 func (n AccessibleNode) Has(state string) bool {
-	for _, s := range n.States {
-		if s == state {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(n.States, state)
 }
 
 // AccessibleApp is an application registered on the accessibility bus.

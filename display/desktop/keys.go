@@ -1,7 +1,8 @@
 package desktop
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -87,17 +88,17 @@ func init() {
 		keyLabel[sym] = name
 	}
 	for i := 1; i <= 35; i++ {
-		name := "F" + itoa(i)
+		name := "F" + strconv.Itoa(i)
 		sym := Keysym(0xffbe + i - 1)
 		keyIndex[normKey(name)] = sym
 		keyLabel[sym] = name
 	}
 	for i := 0; i <= 9; i++ {
-		name := "KP_" + itoa(i)
+		name := "KP_" + strconv.Itoa(i)
 		sym := Keysym(0xffb0 + i)
 		keyIndex[normKey(name)] = sym
 		keyLabel[sym] = name
-		keyIndex["numpad"+itoa(i)] = sym
+		keyIndex["numpad"+strconv.Itoa(i)] = sym
 	}
 	for alias, name := range keyAliases {
 		sym, ok := keyNames[name]
@@ -151,7 +152,7 @@ func KeyName(sym Keysym) string {
 	if sym >= 0x01000000 && sym <= 0x0110ffff {
 		return string(rune(sym - 0x01000000))
 	}
-	return "0x" + strings.ToLower(strconvHex(uint32(sym)))
+	return "0x" + strconv.FormatUint(uint64(sym), 16)
 }
 
 // ParseKey resolves a key name: an X keysym name ("Return", "Page_Up",
@@ -172,7 +173,7 @@ func ParseKey(field, name string) (Keysym, error) {
 		return sym, nil
 	}
 	if strings.HasPrefix(name, "0x") || strings.HasPrefix(name, "0X") {
-		if v, ok := parseHex(name[2:]); ok && v > 0 && v <= 0x1ffffff {
+		if v, err := strconv.ParseUint(name[2:], 16, 32); err == nil && v > 0 && v <= 0x1ffffff {
 			return Keysym(v), nil
 		}
 	}
@@ -218,19 +219,11 @@ func CloseKeyNames(name string, n int) []string {
 		add(alias, normKey(alias))
 	}
 	for i := 1; i <= 35; i++ {
-		add("F"+itoa(i), "f"+itoa(i))
+		add("F"+strconv.Itoa(i), "f"+strconv.Itoa(i))
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].d != cands[j].d {
-			return cands[i].d < cands[j].d
-		}
-		return cands[i].name < cands[j].name
-	})
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.name, b.name)) })
 	out := make([]string, 0, n)
-	for _, c := range cands {
-		if len(out) == n {
-			break
-		}
+	for _, c := range cands[:min(n, len(cands))] {
 		out = append(out, c.name)
 	}
 	return out
@@ -280,20 +273,11 @@ func ParseChord(field, key string, modifiers []string) (Keysym, []Keysym, error)
 		mods = append(mods, ms)
 	}
 	for i, m := range modifiers {
-		ms, err := ParseKey(field[:max(0, strings.LastIndexByte(field, '.')+1)]+"modifiers["+itoa(i)+"]", m)
+		ms, err := ParseKey(field[:max(0, strings.LastIndexByte(field, '.')+1)]+"modifiers["+strconv.Itoa(i)+"]", m)
 		if err != nil {
 			return 0, nil, err
 		}
 		mods = append(mods, ms)
 	}
 	return sym, mods, nil
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-func strconvHex(v uint32) string { return strconv.FormatUint(uint64(v), 16) }
-
-func parseHex(s string) (uint32, bool) {
-	v, err := strconv.ParseUint(s, 16, 32)
-	return uint32(v), err == nil
 }

@@ -137,8 +137,7 @@ func (s *Service) runBatch(ctx context.Context, d desktop.Driver, plans []plan) 
 				r.Result = nil
 			}
 			out.OK = false
-			idx := i
-			out.FailedIndex = &idx
+			out.FailedIndex = &i
 			out.Results = append(out.Results, r)
 			break
 		}

@@ -1,6 +1,7 @@
 package input
 
 import (
+	"cmp"
 	"encoding/base64"
 	"regexp"
 	"strings"
@@ -440,10 +441,7 @@ func (r *Select) Validate() error {
 // Validate checks the condition, its criteria and the timeout.
 func (r *Wait) Validate() (err error) {
 	r.until = strings.ReplaceAll(strings.ToLower(r.Until), "_", "-")
-	ms := r.TimeoutMS
-	if ms == 0 {
-		ms = 10000
-	}
+	ms := cmp.Or(r.TimeoutMS, 10000)
 	if ms < 1 || ms > maxTimeoutMS {
 		return fault.Invalid("timeout_ms", "must be between 1 and %d", maxTimeoutMS)
 	}
@@ -520,10 +518,7 @@ func (r *ClipboardSet) Validate() error {
 	if len(img) > maxClipboard {
 		return fault.Invalid("image_base64", "must decode to at most %d bytes", maxClipboard)
 	}
-	r.clip = desktop.Clipboard{Image: img, MIME: r.MIMEType}
-	if r.clip.MIME == "" {
-		r.clip.MIME = "image/png"
-	}
+	r.clip = desktop.Clipboard{Image: img, MIME: cmp.Or(r.MIMEType, "image/png")}
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -185,10 +187,7 @@ func (s *Service) Recordings(context.Context) ([]Recording, error) {
 		return []Recording{}, err
 	}
 	r.mu.Lock()
-	recs := make([]*recording, 0, len(r.recs))
-	for _, rec := range r.recs {
-		recs = append(recs, rec)
-	}
+	recs := slices.Collect(maps.Values(r.recs))
 	r.mu.Unlock()
 	out := make([]Recording, 0, len(recs))
 	for _, rec := range recs {

@@ -1,6 +1,7 @@
 package takeover
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"mime"
@@ -134,10 +135,7 @@ func (s *Service) VNCAsset(_ context.Context, in VNCFile) (Page, error) {
 	if err != nil {
 		return Page{}, fault.NotFound("file", in.File)
 	}
-	ct := mime.TypeByExtension(path.Ext(clean))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
+	ct := cmp.Or(mime.TypeByExtension(path.Ext(clean)), "application/octet-stream")
 	return Page{Body: b, ContentType: ct, CacheControl: "no-cache"}, nil
 }
 

@@ -3,10 +3,12 @@
 package x11
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,10 +129,7 @@ func (c *clipboard) loop() {
 
 // serve answers one paste request.
 func (c *clipboard) serve(e xproto.SelectionRequestEvent) {
-	prop := e.Property
-	if prop == 0 {
-		prop = e.Target // obsolete clients
-	}
+	prop := cmp.Or(e.Property, e.Target) // obsolete clients name no property
 	c.mu.Lock()
 	clip, ok := c.data[e.Selection]
 	c.mu.Unlock()
@@ -140,20 +139,15 @@ func (c *clipboard) serve(e xproto.SelectionRequestEvent) {
 		target := c.atomName(e.Target)
 		switch {
 		case target == "TARGETS":
-			var list []xproto.Atom
-			for _, n := range []string{"TARGETS", "TIMESTAMP"} {
-				list = append(list, c.atom(n))
-			}
+			list := []string{"TARGETS", "TIMESTAMP"}
 			if clip.Image != nil {
-				list = append(list, c.atom(clip.MIME))
+				list = append(list, clip.MIME)
 			} else {
-				for _, n := range textTargets {
-					list = append(list, c.atom(n))
-				}
+				list = append(list, textTargets...)
 			}
 			buf := make([]byte, 4*len(list))
-			for i, a := range list {
-				binary.LittleEndian.PutUint32(buf[i*4:], uint32(a))
+			for i, n := range list {
+				binary.LittleEndian.PutUint32(buf[i*4:], uint32(c.atom(n)))
 			}
 			xproto.ChangeProperty(c.conn, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomAtom, 32, uint32(len(list)), buf)
 			reply.Property = prop
@@ -161,7 +155,7 @@ func (c *clipboard) serve(e xproto.SelectionRequestEvent) {
 			buf := make([]byte, 4)
 			xproto.ChangeProperty(c.conn, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomInteger, 32, 1, buf)
 			reply.Property = prop
-		case clip.Image == nil && contains(textTargets, target):
+		case clip.Image == nil && slices.Contains(textTargets, target):
 			typ := c.atom("UTF8_STRING")
 			if target == "STRING" {
 				typ = xproto.AtomString
@@ -211,15 +205,6 @@ func (c *clipboard) sendNextChunk(k incrKey) {
 	if len(part) == 0 {
 		xproto.ChangeWindowAttributes(c.conn, k.win, xproto.CwEventMask, []uint32{0})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // set takes ownership of CLIPBOARD.

@@ -3,10 +3,11 @@
 package x11
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,12 +167,8 @@ func (d *Driver) Info() (desktop.Info, error) {
 			}
 			// heads come in the server's creation order; number them left to
 			// right, top to bottom, as people point at them
-			sort.Slice(info.Displays, func(i, j int) bool {
-				a, b := info.Displays[i], info.Displays[j]
-				if a.X != b.X {
-					return a.X < b.X
-				}
-				return a.Y < b.Y
+			slices.SortFunc(info.Displays, func(a, b desktop.Screen) int {
+				return cmp.Or(cmp.Compare(a.X, b.X), cmp.Compare(a.Y, b.Y))
 			})
 			for i := range info.Displays {
 				info.Displays[i].Index = i

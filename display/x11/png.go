@@ -36,9 +36,7 @@ func encodePNG(pix []byte, w, h, stride int) ([]byte, error) {
 	var wg sync.WaitGroup
 	for b := 0; b < bands; b++ {
 		y0, y1 := h*b/bands, h*(b+1)/bands
-		wg.Add(1)
-		go func(b, y0, y1 int) {
-			defer wg.Done()
+		wg.Go(func() {
 			rowLen := 1 + w*3
 			raw := make([]byte, rowLen*(y1-y0))
 			for y := y0; y < y1; y++ {
@@ -58,7 +56,7 @@ func encodePNG(pix []byte, w, h, stride int) ([]byte, error) {
 			}
 			flatePool.Put(fw)
 			out[b] = band{data: buf.Bytes(), adler: adler32.Checksum(raw), n: int64(len(raw)), err: err}
-		}(b, y0, y1)
+		})
 	}
 	wg.Wait()
 

@@ -26,9 +26,8 @@ func scaleBGRX(f *frame, scale float64) ([]byte, int, int, int) {
 	bands := min(runtime.GOMAXPROCS(0), 8, dh)
 	var wg sync.WaitGroup
 	for b := 0; b < bands; b++ {
-		wg.Add(1)
-		go func(y0, y1 int) {
-			defer wg.Done()
+		y0, y1 := dh*b/bands, dh*(b+1)/bands
+		wg.Go(func() {
 			row := make([]uint32, dw*3) // one source row, scaled horizontally (8 fraction bits)
 			acc := make([]uint64, dw*3)
 			for oy := y0; oy < y1; oy++ {
@@ -59,7 +58,7 @@ func scaleBGRX(f *frame, scale float64) ([]byte, int, int, int) {
 					o[ox*4+3] = 0xff
 				}
 			}
-		}(dh*b/bands, dh*(b+1)/bands)
+		})
 	}
 	wg.Wait()
 	return out, dw, dh, dw * 4

@@ -25,18 +25,6 @@ func (d *Driver) prop(w xproto.Window, name string) (*xproto.GetPropertyReply, e
 	return xproto.GetProperty(d.conn, false, w, a, xproto.GetPropertyTypeAny, 0, 1<<18).Reply()
 }
 
-func (d *Driver) propWindows(w xproto.Window, name string) []xproto.Window {
-	r, err := d.prop(w, name)
-	if err != nil || r == nil || r.Format != 32 {
-		return nil
-	}
-	out := make([]xproto.Window, 0, len(r.Value)/4)
-	for i := 0; i+4 <= len(r.Value); i += 4 {
-		out = append(out, xproto.Window(binary.LittleEndian.Uint32(r.Value[i:])))
-	}
-	return out
-}
-
 func (d *Driver) propCard(w xproto.Window, name string) (uint32, bool) {
 	r, err := d.prop(w, name)
 	if err != nil || r == nil || r.Format != 32 || len(r.Value) < 4 {
@@ -45,14 +33,16 @@ func (d *Driver) propCard(w xproto.Window, name string) (uint32, bool) {
 	return binary.LittleEndian.Uint32(r.Value), true
 }
 
-func (d *Driver) propCards(w xproto.Window, name string) []uint32 {
+// propCards reads a property of 32-bit values (windows, atoms, numbers);
+// nil when it is absent.
+func propCards[T ~uint32](d *Driver, w xproto.Window, name string) []T {
 	r, err := d.prop(w, name)
 	if err != nil || r == nil || r.Format != 32 {
 		return nil
 	}
-	out := make([]uint32, 0, len(r.Value)/4)
+	out := make([]T, 0, len(r.Value)/4)
 	for i := 0; i+4 <= len(r.Value); i += 4 {
-		out = append(out, binary.LittleEndian.Uint32(r.Value[i:]))
+		out = append(out, T(binary.LittleEndian.Uint32(r.Value[i:])))
 	}
 	return out
 }
@@ -75,16 +65,16 @@ func (d *Driver) name(w xproto.Window) string {
 // hasWM reports a live EWMH window manager: the root names a check window
 // that names itself (a crashed manager leaves the root's property behind).
 func (d *Driver) hasWM() bool {
-	ws := d.propWindows(d.root, "_NET_SUPPORTING_WM_CHECK")
+	ws := propCards[xproto.Window](d, d.root, "_NET_SUPPORTING_WM_CHECK")
 	if len(ws) == 0 || ws[0] == 0 {
 		return false
 	}
-	self := d.propWindows(ws[0], "_NET_SUPPORTING_WM_CHECK")
+	self := propCards[xproto.Window](d, ws[0], "_NET_SUPPORTING_WM_CHECK")
 	return len(self) > 0 && self[0] == ws[0]
 }
 
 func (d *Driver) activeID() xproto.Window {
-	if ws := d.propWindows(d.root, "_NET_ACTIVE_WINDOW"); len(ws) > 0 && ws[0] != 0 {
+	if ws := propCards[xproto.Window](d, d.root, "_NET_ACTIVE_WINDOW"); len(ws) > 0 && ws[0] != 0 {
 		return ws[0]
 	}
 	if !d.hasWM() {
@@ -111,13 +101,10 @@ func isBadWindow(err error) bool {
 func (d *Driver) window(id uint32, active xproto.Window) (desktop.Window, error) {
 	w := xproto.Window(id)
 	g, err := xproto.GetGeometry(d.conn, xproto.Drawable(w)).Reply()
-	if err != nil {
-		if isBadWindow(err) {
-			return desktop.Window{}, notFound(id)
-		}
-		return desktop.Window{}, d.xerr("read a window", err)
+	var t *xproto.TranslateCoordinatesReply
+	if err == nil {
+		t, err = xproto.TranslateCoordinates(d.conn, w, d.root, 0, 0).Reply()
 	}
-	t, err := xproto.TranslateCoordinates(d.conn, w, d.root, 0, 0).Reply()
 	if err != nil {
 		if isBadWindow(err) {
 			return desktop.Window{}, notFound(id)
@@ -135,7 +122,7 @@ func (d *Driver) Window(id uint32) (desktop.Window, error) { return d.window(id,
 // Windows lists the managed top-level windows in stacking order when the
 // window manager publishes it.
 func (d *Driver) Windows() ([]desktop.Window, error) {
-	ids := d.propWindows(d.root, "_NET_CLIENT_LIST")
+	ids := propCards[xproto.Window](d, d.root, "_NET_CLIENT_LIST")
 	if ids == nil && !d.hasWM() {
 		tree, err := xproto.QueryTree(d.conn, d.root).Reply()
 		if err != nil {
@@ -185,7 +172,7 @@ func (d *Driver) WindowProperties(id uint32) (desktop.WindowProperties, error) {
 	if a, err := xproto.GetWindowAttributes(d.conn, w).Reply(); err == nil {
 		p.Mapped = a.MapState == xproto.MapStateViewable
 	}
-	for _, s := range d.propCards(w, "_NET_WM_STATE") {
+	for _, s := range propCards[uint32](d, w, "_NET_WM_STATE") {
 		name := d.atomName(xproto.Atom(s))
 		p.States = append(p.States, name)
 		switch name {
@@ -197,19 +184,19 @@ func (d *Driver) WindowProperties(id uint32) (desktop.WindowProperties, error) {
 			p.Maximized = true
 		}
 	}
-	if st := d.propCards(w, "WM_STATE"); len(st) > 0 && st[0] == 3 {
+	if st := propCards[uint32](d, w, "WM_STATE"); len(st) > 0 && st[0] == 3 {
 		p.Minimized = true
 	}
-	for _, t := range d.propCards(w, "_NET_WM_WINDOW_TYPE") {
+	for _, t := range propCards[uint32](d, w, "_NET_WM_WINDOW_TYPE") {
 		p.Types = append(p.Types, d.atomName(xproto.Atom(t)))
 	}
 	if desk, ok := d.propCard(w, "_NET_WM_DESKTOP"); ok && desk != 0xffffffff {
 		p.Desktop = int(desk)
 	}
-	if e := d.propCards(w, "_NET_FRAME_EXTENTS"); len(e) == 4 {
+	if e := propCards[uint32](d, w, "_NET_FRAME_EXTENTS"); len(e) == 4 {
 		p.FrameExtents = desktop.Extents{Left: int(e[0]), Right: int(e[1]), Top: int(e[2]), Bottom: int(e[3])}
 	}
-	if t := d.propWindows(w, "WM_TRANSIENT_FOR"); len(t) > 0 {
+	if t := propCards[xproto.Window](d, w, "WM_TRANSIENT_FOR"); len(t) > 0 {
 		p.Transient = uint32(t[0])
 	}
 	if win.PID > 0 {
@@ -300,7 +287,7 @@ func (d *Driver) Minimize(id uint32) error {
 	}
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
-		if st := d.propCards(w, "WM_STATE"); len(st) > 0 && st[0] == 3 {
+		if st := propCards[uint32](d, w, "WM_STATE"); len(st) > 0 && st[0] == 3 {
 			return nil
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -317,7 +304,7 @@ func (d *Driver) CloseWindow(id uint32) error {
 	if d.hasWM() {
 		return d.clientMessage(d.root, w, "_NET_CLOSE_WINDOW", 0, sourcePager)
 	}
-	for _, p := range d.propCards(w, "WM_PROTOCOLS") {
+	for _, p := range propCards[uint32](d, w, "WM_PROTOCOLS") {
 		if xproto.Atom(p) == d.atom("WM_DELETE_WINDOW") {
 			return d.clientMessage(w, w, "WM_PROTOCOLS", uint32(d.atom("WM_DELETE_WINDOW")), 0)
 		}
@@ -329,34 +316,22 @@ func (d *Driver) CloseWindow(id uint32) error {
 // gravity: the coordinates are the client window's own, not its frame's).
 func (d *Driver) moveResize(id uint32, x, y, w, h *int) error {
 	win := xproto.Window(id)
-	if d.hasWM() {
-		flags := uint32(10) | sourcePager<<12 // StaticGravity
-		var vals [4]uint32
-		for i, v := range []*int{x, y, w, h} {
-			if v != nil {
-				flags |= 1 << (8 + i)
-				vals[i] = uint32(int32(*v))
-			}
-		}
-		return d.clientMessage(d.root, win, "_NET_MOVERESIZE_WINDOW", flags, vals[0], vals[1], vals[2], vals[3])
-	}
+	flags := uint32(10) | sourcePager<<12 // StaticGravity
+	var all [4]uint32
+	// Without a window manager: ConfigWindowX, Y, Width and Height are
+	// the bits 1 << i, and only the values given are sent.
 	var mask uint16
 	var vals []uint32
-	if x != nil {
-		mask |= xproto.ConfigWindowX
-		vals = append(vals, uint32(int32(*x)))
+	for i, v := range []*int{x, y, w, h} {
+		if v != nil {
+			flags |= 1 << (8 + i)
+			mask |= 1 << i
+			all[i] = uint32(int32(*v))
+			vals = append(vals, all[i])
+		}
 	}
-	if y != nil {
-		mask |= xproto.ConfigWindowY
-		vals = append(vals, uint32(int32(*y)))
-	}
-	if w != nil {
-		mask |= xproto.ConfigWindowWidth
-		vals = append(vals, uint32(*w))
-	}
-	if h != nil {
-		mask |= xproto.ConfigWindowHeight
-		vals = append(vals, uint32(*h))
+	if d.hasWM() {
+		return d.clientMessage(d.root, win, "_NET_MOVERESIZE_WINDOW", flags, all[0], all[1], all[2], all[3])
 	}
 	return d.xerr("move the window", xproto.ConfigureWindowChecked(d.conn, win, mask, vals).Check())
 }
