@@ -1,7 +1,7 @@
 package process
 
 import (
-	"sort"
+	"slices"
 	"time"
 
 	"deckhand/services/process/outlog"
@@ -9,13 +9,19 @@ import (
 
 // failStart records a process that could not be executed.
 func (s *Service) failStart(p *process, err error) {
-	end := s.deps.Clock.Now()
-	p.finish(EndFailedToStart, 0, "", err.Error(), end)
+	defer s.wg.Done()
+	p.finish(EndFailedToStart, 0, "", err.Error(), s.deps.Clock.Now())
+	s.complete(p)
+}
+
+// complete is the end of p's output, once its record is final: it saves
+// the record with the output's counts and frees its slot.
+func (s *Service) complete(p *process) {
 	p.log.Close()
+	p.closePTY()
 	p.save(p.snapshot())
 	s.ended(p) // before done: whoever waits on it sees the bounds applied
 	close(p.done)
-	s.wg.Done()
 }
 
 // ended frees p's running slot and applies --process-max-finished.
@@ -117,7 +123,6 @@ func (s *Service) remove(p *process) {
 
 // janitor removes finished processes once their retention has passed.
 func (s *Service) janitor() {
-	defer s.wg.Done()
 	every := min(max(s.set.Retention/4, 10*time.Millisecond), 30*time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -194,7 +199,7 @@ func (s *Service) restore() error {
 		}
 		back = append(back, p)
 	}
-	sort.SliceStable(back, func(i, j int) bool { return endOf(back[i]).Before(endOf(back[j])) })
+	slices.SortStableFunc(back, func(a, b *process) int { return endOf(a).Compare(endOf(b)) })
 	for _, p := range back {
 		s.queueFinished(p)
 	}

@@ -71,23 +71,16 @@ const (
 // tick or stop.
 func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) (kind int, pieces []outlog.Chunk, chunks []Chunk, gap *Gap) {
 	for {
-		if f.held > 0 {
-			// An incomplete character waits for its rest.
-			if more := f.c.WaitMore(f.c.Pos + f.held); more != nil {
-				select {
-				case <-more:
-				case <-tick:
-					return stepTick, nil, nil, nil
-				case <-stop:
-					return stepStop, nil, nil, nil
-				}
-				continue
-			}
-			f.held = 0
-		}
 		var done bool
 		var wait <-chan struct{}
-		if text {
+		switch {
+		case f.held > 0:
+			// An incomplete character waits for its rest.
+			if wait = f.c.WaitMore(f.c.Pos + f.held); wait == nil {
+				f.held = 0
+				continue
+			}
+		case text:
 			chunks, gap, done, wait, f.held = readText(f.c, followRead)
 			if len(chunks) > 0 || gap != nil {
 				return stepData, nil, chunks, gap
@@ -95,7 +88,7 @@ func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) 
 			if f.held > 0 {
 				continue
 			}
-		} else {
+		default:
 			var g *outlog.Gap
 			pieces, g, done, wait = f.c.Next(followRead)
 			gap = gapOf(g)
@@ -104,15 +97,14 @@ func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) 
 			}
 		}
 		if done {
-			select {
-			case <-f.p.done:
-				return stepEnd, nil, nil, nil
-			case <-stop:
-				return stepStop, nil, nil, nil
-			}
+			// Output complete: only the record's end or stop is left.
+			wait, tick = f.p.done, nil
 		}
 		select {
 		case <-wait:
+			if done {
+				return stepEnd, nil, nil, nil
+			}
 		case <-tick:
 			return stepTick, nil, nil, nil
 		case <-stop:
@@ -301,6 +293,10 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 		defer close(gone)
 		s.wsRead(w, p)
 	}()
+	defer func() {
+		_ = raw.Close()
+		<-gone
+	}()
 	stop := make(chan struct{})
 	go func() {
 		select {
@@ -318,8 +314,6 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 		switch kind {
 		case stepStop:
 			w.closeWith(ws.StatusGoingAway, "stopping")
-			_ = raw.Close()
-			<-gone
 			return
 		case stepTick:
 			err = w.write(ws.OpPing, nil)
@@ -331,35 +325,28 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 			if gap != nil {
 				err = w.json(gap)
 			}
-			if binaryFrames {
-				for _, pc := range pieces {
-					if err != nil {
-						break
-					}
-					prefix[0] = pc.Stream
-					binary.BigEndian.PutUint64(prefix[1:], uint64(pc.Off))
-					err = w.write(ws.OpBinary, prefix[:], pc.Data)
+			for _, pc := range pieces {
+				if err != nil {
+					break
 				}
-			} else {
-				for _, ch := range chunks {
-					if err != nil {
-						break
-					}
-					err = w.json(ch)
-				}
+				prefix[0] = pc.Stream
+				binary.BigEndian.PutUint64(prefix[1:], uint64(pc.Off))
+				err = w.write(ws.OpBinary, prefix[:], pc.Data)
 			}
-			if err == nil && !follow {
-				if f.c.CaughtUp() {
-					// Caught up and not following: done.
-					f.sent()
-					w.closeWith(ws.StatusNormalClosure, "")
-					kind = stepEnd
+			for _, ch := range chunks {
+				if err != nil {
+					break
 				}
+				err = w.json(ch)
+			}
+			if err == nil && !follow && f.c.CaughtUp() {
+				// Caught up and not following: done.
+				f.sent()
+				w.closeWith(ws.StatusNormalClosure, "")
+				kind = stepEnd
 			}
 		}
 		if err != nil {
-			_ = raw.Close()
-			<-gone
 			return
 		}
 		f.sent()
@@ -369,8 +356,6 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 			case <-gone:
 			case <-time.After(time.Second):
 			}
-			_ = raw.Close()
-			<-gone
 			return
 		}
 	}
