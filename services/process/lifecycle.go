@@ -78,13 +78,7 @@ func (s *Service) overflow() []*process {
 	// Entries removed by retention or DELETE stay until reached; compact
 	// when they outnumber the live ones, so the queue stays bounded.
 	if stale := len(s.finished) - s.nFinished; stale > 64 && stale > s.nFinished {
-		live := make([]*process, 0, s.nFinished)
-		for _, p := range s.finished {
-			if p.queued {
-				live = append(live, p)
-			}
-		}
-		s.finished = live
+		s.finished = slices.DeleteFunc(s.finished, func(p *process) bool { return !p.queued })
 	}
 	return victims
 }
@@ -176,10 +170,9 @@ func (s *Service) restore() error {
 	for _, r := range recs {
 		rec := r.Process
 		if lost[rec.ID] {
-			end := now
-			rec.State, rec.EndReason, rec.EndedAt = StateKilled, EndAgentRestarted, &end
+			rec.State, rec.EndReason, rec.EndedAt = StateKilled, EndAgentRestarted, new(now)
 			rec.Error = "the agent stopped while the process ran; it was killed with the agent"
-			rec.DurationMS = ms(end.Sub(rec.StartedAt))
+			rec.DurationMS = ms(now.Sub(rec.StartedAt))
 			rec.StdinOpen = false
 			s.store.put(stored{Process: rec, SpecHash: r.SpecHash})
 			s.journal("warn", "process "+rec.ID+" killed: the agent stopped while it ran",

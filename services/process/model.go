@@ -325,16 +325,12 @@ type SignalValue string
 // UnmarshalJSON takes a string or a number.
 func (v *SignalValue) UnmarshalJSON(b []byte) error {
 	var n json.Number
-	if err := json.Unmarshal(b, &n); err == nil {
-		*v = SignalValue(n.String())
+	if json.Unmarshal(b, &n) == nil {
+		*v = SignalValue(n)
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		// Not a name or a number: Validate names the field.
-		*v = SignalValue(b)
-		return nil
-	}
+	s := string(b) // kept when not a string either: Validate names the field
+	_ = json.Unmarshal(b, &s)
 	*v = SignalValue(s)
 	return nil
 }

@@ -225,11 +225,9 @@ func (w *wsConn) write(op ws.OpCode, parts ...[]byte) error {
 	for _, p := range parts {
 		n += len(p)
 	}
-	var hb headerBuf
+	var hb bytes.Buffer
 	_ = ws.WriteHeader(&hb, ws.Header{Fin: true, OpCode: op, Length: int64(n)})
-	bufs := make(net.Buffers, 0, len(parts)+1)
-	bufs = append(bufs, hb.b[:hb.n])
-	bufs = append(bufs, parts...)
+	bufs := append(net.Buffers{hb.Bytes()}, parts...)
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	_ = w.sock.SetWriteDeadline(time.Now().Add(stallLimit))
@@ -244,17 +242,6 @@ func (w *wsConn) json(v any) error { return w.write(ws.OpText, marshal(v)) }
 
 func (w *wsConn) closeWith(code ws.StatusCode, reason string) {
 	_ = w.write(ws.OpClose, ws.NewCloseFrameBody(code, reason))
-}
-
-type headerBuf struct {
-	b [ws.MaxHeaderSize]byte
-	n int
-}
-
-func (h *headerBuf) Write(p []byte) (int, error) {
-	n := copy(h.b[h.n:], p)
-	h.n += n
-	return n, nil
 }
 
 // socketOf is the socket under fasthttp's hijacked connection.
@@ -288,28 +275,24 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 	w.writev = rawWritev(w.sock)
 	f := s.follow(p, since)
 	defer f.close()
+	// stop: the client went or the service stops.
+	ctx, stop := context.WithCancel(s.ctx)
+	defer stop()
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
+		defer stop()
 		s.wsRead(w, p)
 	}()
 	defer func() {
 		_ = raw.Close()
 		<-gone
 	}()
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-gone:
-		case <-s.ctx.Done():
-		}
-		close(stop)
-	}()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	var prefix [binaryPrefix]byte
 	for {
-		kind, pieces, chunks, gap := f.step(stop, tick.C, !binaryFrames)
+		kind, pieces, chunks, gap := f.step(ctx.Done(), tick.C, !binaryFrames)
 		var err error
 		switch kind {
 		case stepStop:
