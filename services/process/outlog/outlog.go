@@ -209,18 +209,12 @@ func (b *Budget) reclaim() {
 	for b.disk.Load() > b.diskTotal {
 		b.mu.Lock()
 		var victim *segment
-		keep := b.fifo[:0]
-		for _, s := range b.fifo {
-			switch {
-			case s.dropped.Load():
-			case victim == nil && s.sealed.Load():
+		b.fifo = slices.DeleteFunc(b.fifo, func(s *segment) bool {
+			if victim == nil && !s.dropped.Load() && s.sealed.Load() {
 				victim = s
-			default:
-				keep = append(keep, s)
 			}
-		}
-		clear(b.fifo[len(keep):])
-		b.fifo = keep
+			return victim == s || s.dropped.Load()
+		})
 		b.mu.Unlock()
 		if victim == nil {
 			return
@@ -805,7 +799,7 @@ func (l *Log) forget(s *segment) {
 // as the spare; the caller (the spiller) holds mu.
 func (l *Log) recycle() {
 	s := l.segs[0]
-	if l.spare != "" || l.closed || l.removed || s.sealed.Load() == false || s.dropped.Load() {
+	if l.spare != "" || l.closed || l.removed || !s.sealed.Load() || s.dropped.Load() {
 		l.dropOldest()
 		return
 	}
@@ -880,9 +874,7 @@ func (l *Log) Remove() {
 	if !l.spilling {
 		l.dropSpare()
 	}
-	l.b.mem.Add(-l.memBytes)
-	releaseChunks(l.mem)
-	l.mem, l.memBytes = nil, 0
+	l.dropFront(len(l.mem), l.memBytes)
 	l.diskEnd = l.total
 	wake := l.wake
 	l.wake = make(chan struct{})
