@@ -190,10 +190,8 @@ func isUpgrade(c fiber.Ctx) bool {
 
 // acceptKey is RFC 6455's Sec-WebSocket-Accept for key.
 func acceptKey(key string) string {
-	h := sha1.New()
-	h.Write([]byte(key))
-	h.Write([]byte("258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // serveWS answers the handshake and runs the session on the hijacked
