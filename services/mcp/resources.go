@@ -85,20 +85,20 @@ func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResource
 	if err != nil || u.Scheme != "process" || u.Host == "" || u.Path != "/output" {
 		return nil, fault.Invalid("uri", "must be process://ID/output")
 	}
-	out, err := mcpserver.RunTool[struct{ Text string }](ctx, s.srv, mcpserver.CallerOf(req.Extra), "process_output",
-		map[string]any{"id": u.Host, "max_chars": s.set.OutputBudget})
+	return s.textResource(ctx, req, "process_output", map[string]any{"id": u.Host, "max_chars": s.set.OutputBudget})
+}
+
+func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return s.textResource(ctx, req, "journal_query", map[string]any{"limit": 100})
+}
+
+// textResource reads the resource as the text tool answers for args.
+func (s *Service) textResource(ctx context.Context, req *mcp.ReadResourceRequest, tool string, args map[string]any) (*mcp.ReadResourceResult, error) {
+	out, err := mcpserver.RunTool[struct{ Text string }](ctx, s.srv, mcpserver.CallerOf(req.Extra), tool, args)
 	if err != nil {
 		return nil, toolErr(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: out.Text}}}, nil
-}
-
-func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	t, err := mcpserver.RunTool[struct{ Text string }](ctx, s.srv, mcpserver.CallerOf(req.Extra), "journal_query", map[string]any{"limit": 100})
-	if err != nil {
-		return nil, toolErr(err)
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: t.Text}}}, nil
 }
 
 // subscriptions feed resources/updated from the files service's watch:
@@ -168,11 +168,7 @@ func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	u.watches[p] = w
 	u.mu.Unlock()
 	ready := make(chan error, 1)
-	u.wg.Add(1)
-	go func() {
-		defer u.wg.Done()
-		u.follow(wctx, mcpserver.CallerOf(req.Extra), w, p, ready)
-	}()
+	u.wg.Go(func() { u.follow(wctx, mcpserver.CallerOf(req.Extra), w, p, ready) })
 	select {
 	case err := <-ready:
 		if err != nil {

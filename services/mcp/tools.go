@@ -44,18 +44,16 @@ type Pong struct {
 func (s *Service) add(srv *mcpserver.Server) {
 	mcp.AddTool(srv.SDK(), &mcp.Tool{Name: "mcp_ping", Title: "Check the connection",
 		Description: "Does nothing and answers pong: a check that this server answers.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
 			return textResult("pong"), Pong{Pong: true}, nil
 		})
 	mcp.AddTool(srv.SDK(), &mcp.Tool{Name: "files_edit", Title: "Edit a file by exact replacement",
 		Description: "Replace old_string with new_string in a file. old_string must match exactly (whitespace included) and " +
 			"occur once, unless replace_all. The write fails, changing nothing, if the file changed since it was read.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.filesEdit)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)}}, s.filesEdit)
 	s.addResources(srv.SDK())
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // textResult is a tool answer whose text content is text (the structured
 // content is added by the SDK from the typed output).

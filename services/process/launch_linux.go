@@ -139,14 +139,12 @@ func (s *Service) launch(p *process, attr *syscall.SysProcAttr, env []string) {
 	var draining atomic.Bool
 	streams := []byte{outlog.Stdout, outlog.Stderr}
 	for i, f := range outs {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
+		readers.Go(func() {
 			p.readLoop(f, streams[i], &draining)
 			if p.spec.PTY == nil {
 				_ = f.Close()
 			}
-		}()
+		})
 	}
 	if in := p.spec.stdin; len(in) > 0 {
 		go p.writeInitialStdin(in)
@@ -235,11 +233,7 @@ func (s *Service) supervise(p *process, cmd *exec.Cmd, outs []*os.File, readers 
 	p.closeStdin()
 	p.finish(reason, code, sig, "", end)
 	readers.Wait()
-	p.log.Close()
-	p.closePTY()
-	p.save(p.snapshot())
-	s.ended(p) // before done: whoever waits on it sees the bounds applied
-	close(p.done)
+	s.complete(p)
 }
 
 // waitExited waits until pid has exited without reaping it (WNOWAIT):

@@ -1,7 +1,7 @@
 package process
 
 import (
-	"sort"
+	"slices"
 	"time"
 
 	"deckhand/services/process/outlog"
@@ -9,13 +9,19 @@ import (
 
 // failStart records a process that could not be executed.
 func (s *Service) failStart(p *process, err error) {
-	end := s.deps.Clock.Now()
-	p.finish(EndFailedToStart, 0, "", err.Error(), end)
+	defer s.wg.Done()
+	p.finish(EndFailedToStart, 0, "", err.Error(), s.deps.Clock.Now())
+	s.complete(p)
+}
+
+// complete is the end of p's output, once its record is final: it saves
+// the record with the output's counts and frees its slot.
+func (s *Service) complete(p *process) {
 	p.log.Close()
+	p.closePTY()
 	p.save(p.snapshot())
 	s.ended(p) // before done: whoever waits on it sees the bounds applied
 	close(p.done)
-	s.wg.Done()
 }
 
 // ended frees p's running slot and applies --process-max-finished.
@@ -72,13 +78,7 @@ func (s *Service) overflow() []*process {
 	// Entries removed by retention or DELETE stay until reached; compact
 	// when they outnumber the live ones, so the queue stays bounded.
 	if stale := len(s.finished) - s.nFinished; stale > 64 && stale > s.nFinished {
-		live := make([]*process, 0, s.nFinished)
-		for _, p := range s.finished {
-			if p.queued {
-				live = append(live, p)
-			}
-		}
-		s.finished = live
+		s.finished = slices.DeleteFunc(s.finished, func(p *process) bool { return !p.queued })
 	}
 	return victims
 }
@@ -117,7 +117,6 @@ func (s *Service) remove(p *process) {
 
 // janitor removes finished processes once their retention has passed.
 func (s *Service) janitor() {
-	defer s.wg.Done()
 	every := min(max(s.set.Retention/4, 10*time.Millisecond), 30*time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -171,10 +170,9 @@ func (s *Service) restore() error {
 	for _, r := range recs {
 		rec := r.Process
 		if lost[rec.ID] {
-			end := now
-			rec.State, rec.EndReason, rec.EndedAt = StateKilled, EndAgentRestarted, &end
+			rec.State, rec.EndReason, rec.EndedAt = StateKilled, EndAgentRestarted, new(now)
 			rec.Error = "the agent stopped while the process ran; it was killed with the agent"
-			rec.DurationMS = ms(end.Sub(rec.StartedAt))
+			rec.DurationMS = ms(now.Sub(rec.StartedAt))
 			rec.StdinOpen = false
 			s.store.put(stored{Process: rec, SpecHash: r.SpecHash})
 			s.journal("warn", "process "+rec.ID+" killed: the agent stopped while it ran",
@@ -194,7 +192,7 @@ func (s *Service) restore() error {
 		}
 		back = append(back, p)
 	}
-	sort.SliceStable(back, func(i, j int) bool { return endOf(back[i]).Before(endOf(back[j])) })
+	slices.SortStableFunc(back, func(a, b *process) int { return endOf(a).Compare(endOf(b)) })
 	for _, p := range back {
 		s.queueFinished(p)
 	}

@@ -1,17 +1,17 @@
 package process
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // List answers the processes kept, oldest first, filtered by tag and state.
 func (s *Service) List(ctx context.Context, in ListInput) (ProcessList, error) {
 	s.mu.Lock()
-	all := make([]*process, 0, len(s.procs))
-	for _, p := range s.procs {
-		all = append(all, p)
-	}
+	all := slices.Collect(maps.Values(s.procs))
 	s.mu.Unlock()
 	out := ProcessList{Processes: []Process{}}
 	for _, p := range all {
@@ -22,12 +22,8 @@ func (s *Service) List(ctx context.Context, in ListInput) (ProcessList, error) {
 		}
 		out.Processes = append(out.Processes, r)
 	}
-	sort.Slice(out.Processes, func(i, j int) bool {
-		a, b := out.Processes[i], out.Processes[j]
-		if !a.StartedAt.Equal(b.StartedAt) {
-			return a.StartedAt.Before(b.StartedAt)
-		}
-		return a.ID < b.ID
+	slices.SortFunc(out.Processes, func(a, b Process) int {
+		return cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.ID, b.ID))
 	})
 	return out, nil
 }

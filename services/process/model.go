@@ -116,17 +116,9 @@ func (s *Spec) Validate() error {
 	if s.TimeoutMS < 0 || s.TimeoutMS > maxTimeoutMS {
 		return fault.Invalid("timeout_ms", "must be between 0 (no limit) and %d", int64(maxTimeoutMS))
 	}
-	switch s.StdinEncoding {
-	case "", encodingUTF8:
-		s.stdin = []byte(s.Stdin)
-	case encodingBase64:
-		b, err := base64.StdEncoding.DecodeString(s.Stdin)
-		if err != nil {
-			return fault.Invalid("stdin", "is not valid base64 (stdin_encoding is base64)")
-		}
-		s.stdin = b
-	default:
-		return fault.Invalid("stdin_encoding", "must be utf-8 or base64, got %q", s.StdinEncoding)
+	var err error
+	if s.stdin, err = decode("stdin", s.Stdin, "stdin_encoding", s.StdinEncoding); err != nil {
+		return err
 	}
 	if err := checkLabel("tag", s.Tag, maxTagLen); err != nil {
 		return err
@@ -292,19 +284,25 @@ type StdinInput struct {
 
 // Validate decodes Data.
 func (in *StdinInput) Validate() error {
-	switch in.Encoding {
+	var err error
+	in.bytes, err = decode("data", in.Data, "encoding", in.Encoding)
+	return err
+}
+
+// decode is the bytes of field's value v as encField says (enc: utf-8 or
+// base64).
+func decode(field, v, encField, enc string) ([]byte, error) {
+	switch enc {
 	case "", encodingUTF8:
-		in.bytes = []byte(in.Data)
+		return []byte(v), nil
 	case encodingBase64:
-		b, err := base64.StdEncoding.DecodeString(in.Data)
+		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			return fault.Invalid("data", "is not valid base64 (encoding is base64)")
+			return nil, fault.Invalid(field, "is not valid base64 (%s is base64)", encField)
 		}
-		in.bytes = b
-	default:
-		return fault.Invalid("encoding", "must be utf-8 or base64, got %q", in.Encoding)
+		return b, nil
 	}
-	return nil
+	return nil, fault.Invalid(encField, "must be utf-8 or base64, got %q", enc)
 }
 
 // StdinResult answers POST .../stdin.
@@ -327,16 +325,12 @@ type SignalValue string
 // UnmarshalJSON takes a string or a number.
 func (v *SignalValue) UnmarshalJSON(b []byte) error {
 	var n json.Number
-	if err := json.Unmarshal(b, &n); err == nil {
-		*v = SignalValue(n.String())
+	if json.Unmarshal(b, &n) == nil {
+		*v = SignalValue(n)
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		// Not a name or a number: Validate names the field.
-		*v = SignalValue(b)
-		return nil
-	}
+	s := string(b) // kept when not a string either: Validate names the field
+	_ = json.Unmarshal(b, &s)
 	*v = SignalValue(s)
 	return nil
 }

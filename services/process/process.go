@@ -59,8 +59,7 @@ func (s *Service) newProcess(spec Spec, cwd, hash string, keepStdin bool, captur
 	p.rec = Process{ID: id, Tag: spec.Tag, ClientToken: spec.ClientToken, Cmd: spec.argv(), Cwd: cwd, User: spec.User,
 		State: StateRunning, StartedAt: s.deps.Clock.Now(), TimeoutMS: spec.TimeoutMS}
 	if spec.PTY != nil {
-		sz := *spec.PTY
-		p.rec.PTY = &sz
+		p.rec.PTY = new(*spec.PTY)
 	}
 	return p
 }
@@ -70,8 +69,7 @@ func (p *process) snapshot() Process {
 	p.mu.Lock()
 	r := p.rec
 	if r.PTY != nil {
-		sz := *r.PTY
-		r.PTY = &sz
+		r.PTY = new(*r.PTY)
 	}
 	p.mu.Unlock()
 	var closed bool
@@ -88,8 +86,7 @@ func (p *process) finish(reason string, code int, signal, errText string, end ti
 	p.mu.Lock()
 	p.rec.State, p.rec.EndReason, p.rec.Signal, p.rec.Error = stateOf(reason), reason, signal, errText
 	if reason != EndFailedToStart {
-		c := code
-		p.rec.ExitCode = &c
+		p.rec.ExitCode = new(code)
 	}
 	p.rec.EndedAt = &end
 	p.rec.DurationMS = ms(end.Sub(p.rec.StartedAt))

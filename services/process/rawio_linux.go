@@ -37,33 +37,38 @@ func rawReader(f *os.File) func([]byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		var n int
-		var rerr error
+		var n uintptr
+		var e unix.Errno
 		err := rc.Read(func(fd uintptr) bool {
-			for {
-				r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-				switch e {
-				case 0:
-					n, rerr = int(r), nil
-				case unix.EINTR:
-					continue
-				case unix.EAGAIN:
-					return false
-				default:
-					n, rerr = 0, &os.PathError{Op: "read", Path: f.Name(), Err: e}
-				}
-				return true
-			}
+			var done bool
+			n, e, done = rawCall(unix.SYS_READ, fd, unsafe.Pointer(&p[0]), len(p))
+			return done
 		})
 		switch {
 		case err != nil:
 			return 0, err
-		case rerr != nil:
-			return 0, rerr
+		case e != 0:
+			return 0, &os.PathError{Op: "read", Path: f.Name(), Err: e}
 		case n == 0:
 			return 0, io.EOF
 		}
-		return n, nil
+		return int(n), nil
+	}
+}
+
+// rawCall makes a read-like system call on a non-blocking descriptor for
+// RawConn's Read or Write: again on EINTR; not done on EAGAIN (the poller
+// waits), else done with its result.
+func rawCall(trap, fd uintptr, p unsafe.Pointer, n int) (r uintptr, e unix.Errno, done bool) {
+	for {
+		r, _, e = unix.RawSyscall(trap, fd, uintptr(p), uintptr(n))
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, 0, false
+		}
+		return r, e, true
 	}
 }
 
@@ -98,31 +103,22 @@ func rawWritev(c net.Conn) func(bufs [][]byte) error {
 			if k == 0 {
 				return nil
 			}
-			var n int
-			var werr error
+			var r uintptr
+			var e unix.Errno
 			err := rc.Write(func(fd uintptr) bool {
-				for {
-					r, _, e := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
-					switch e {
-					case 0:
-						n = int(r)
-					case unix.EINTR:
-						continue
-					case unix.EAGAIN:
-						return false
-					default:
-						werr = e
-					}
-					return true
-				}
+				var done bool
+				r, e, done = rawCall(unix.SYS_WRITEV, fd, unsafe.Pointer(&iov[0]), k)
+				return done
 			})
 			if err != nil {
 				return err
 			}
-			if werr != nil {
-				return &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("writev", werr)}
+			if e != 0 {
+				return &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("writev", e)}
 			}
-			// Drop what was written.
+			// Drop what was written; empty buffers left in front are
+			// skipped by the next iovec.
+			n := int(r)
 			for n > 0 && len(bufs) > 0 {
 				if len(bufs[0]) <= n {
 					n -= len(bufs[0])
@@ -131,9 +127,6 @@ func rawWritev(c net.Conn) func(bufs [][]byte) error {
 				}
 				bufs[0] = bufs[0][n:]
 				n = 0
-			}
-			for len(bufs) > 0 && len(bufs[0]) == 0 {
-				bufs = bufs[1:]
 			}
 		}
 		return nil

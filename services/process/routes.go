@@ -194,7 +194,6 @@ func (s *Service) stdinOp(ctx context.Context, in StdinRequest) (StdinResult, er
 	return s.WriteStdin(ctx, req)
 }
 
-// handleOutput serves a page, Server-Sent Events or a WebSocket.
 // OutputRequest is GET /api/v1/process/{id}/output: a page of output,
 // or with follow (or a WebSocket upgrade) its stream.
 type OutputRequest struct {

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform/fault"
-	"deckhand/services/process/outlog"
 )
 
 // Run runs a process to its end and answers its output and how it ended.
@@ -23,17 +22,15 @@ func (s *Service) Run(ctx context.Context, in RunInput) (RunResult, error) {
 		return RunResult{}, fault.Errorf(fault.CodeUnavailable, "the request ended before process %s did", p.id)
 	}
 	rec := p.snapshot()
-	var out, errOut []byte
-	truncated := false
-	if c := p.capture; c != nil {
-		c.mu.Lock()
-		out, errOut, truncated = c.out, c.err, c.truncated
-		c.mu.Unlock()
-	} else {
+	c := p.capture
+	if c == nil {
 		// A client_token replay of a run by another request's limit: what
 		// the log still holds.
-		out, errOut, truncated = p.head(in.MaxOutputBytes)
+		c = p.head(in.MaxOutputBytes)
 	}
+	c.mu.Lock()
+	out, errOut, truncated := c.out, c.err, c.truncated
+	c.mu.Unlock()
 	res := RunResult{ID: rec.ID, ExitCode: rec.ExitCode, Signal: rec.Signal, State: rec.State, EndReason: rec.EndReason,
 		Error: rec.Error, DurationMS: rec.DurationMS, Truncated: truncated}
 	if truncated {
@@ -81,30 +78,20 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-// head is the first max bytes of each stream the log still holds;
+// head captures the first max bytes of each stream the log still holds;
 // truncated when bytes before or beyond them are missing.
-func (p *process) head(max int) (out, errOut []byte, truncated bool) {
+func (p *process) head(max int) *capture {
 	c := p.log.Cursor(0)
 	defer c.Close()
+	h := &capture{max: max}
 	for {
 		pieces, gap, done, _ := c.Next(1 << 20)
-		if gap != nil {
-			truncated = true
-		}
+		h.truncated = h.truncated || gap != nil
 		for _, pc := range pieces {
-			buf := &out
-			if pc.Stream == outlog.Stderr {
-				buf = &errOut
-			}
-			d := pc.Data
-			if room := max - len(*buf); len(d) > room {
-				truncated = true
-				d = d[:room]
-			}
-			*buf = append(*buf, d...)
+			h.add(pc.Stream, pc.Data)
 		}
-		if done || len(pieces) == 0 || (len(out) >= max && len(errOut) >= max) {
-			return out, errOut, truncated
+		if done || len(pieces) == 0 || (len(h.out) >= max && len(h.err) >= max) {
+			return h
 		}
 	}
 }

@@ -21,8 +21,10 @@ package process
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,13 +63,13 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.ResumeGrace, "process-resume-grace", 30*time.Second, "after a follower disconnects, keep its place this long: output it has not read is not dropped meanwhile")
 }
 
-// Validate checks the bounds.
 // outputLimits are the output log's bounds.
 func (s *Settings) outputLimits() outlog.Limits {
 	return outlog.Limits{Memory: s.OutputMemory, MemoryTotal: s.OutputMemoryTotal, Disk: s.OutputDisk,
 		DiskTotal: s.OutputDiskTotal, ResumeGrace: s.ResumeGrace}
 }
 
+// Validate checks the bounds.
 func (s *Settings) Validate() error {
 	switch {
 	case s.MaxRunning < 1:
@@ -144,11 +146,10 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.budget = outlog.NewBudget(set.outputLimits(), deps.Logger)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Output of a previous run is not kept across restarts.
-	if err := os.RemoveAll(s.outDir); err != nil {
-		s.spawner.Close()
-		return nil, err
+	if err = os.RemoveAll(s.outDir); err == nil {
+		err = os.MkdirAll(s.outDir, 0o700)
 	}
-	if err := os.MkdirAll(s.outDir, 0o700); err != nil {
+	if err != nil {
 		s.spawner.Close()
 		return nil, err
 	}
@@ -158,8 +159,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		s.spawner.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.janitor()
+	s.wg.Go(s.janitor)
 	return s, nil
 }
 
@@ -173,10 +173,7 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	all := make([]*process, 0, len(s.procs))
-	for _, p := range s.procs {
-		all = append(all, p)
-	}
+	all := slices.Collect(maps.Values(s.procs))
 	s.mu.Unlock()
 	for _, p := range all {
 		p.log.AbortAll()

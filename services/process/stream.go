@@ -71,23 +71,16 @@ const (
 // tick or stop.
 func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) (kind int, pieces []outlog.Chunk, chunks []Chunk, gap *Gap) {
 	for {
-		if f.held > 0 {
-			// An incomplete character waits for its rest.
-			if more := f.c.WaitMore(f.c.Pos + f.held); more != nil {
-				select {
-				case <-more:
-				case <-tick:
-					return stepTick, nil, nil, nil
-				case <-stop:
-					return stepStop, nil, nil, nil
-				}
-				continue
-			}
-			f.held = 0
-		}
 		var done bool
 		var wait <-chan struct{}
-		if text {
+		switch {
+		case f.held > 0:
+			// An incomplete character waits for its rest.
+			if wait = f.c.WaitMore(f.c.Pos + f.held); wait == nil {
+				f.held = 0
+				continue
+			}
+		case text:
 			chunks, gap, done, wait, f.held = readText(f.c, followRead)
 			if len(chunks) > 0 || gap != nil {
 				return stepData, nil, chunks, gap
@@ -95,7 +88,7 @@ func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) 
 			if f.held > 0 {
 				continue
 			}
-		} else {
+		default:
 			var g *outlog.Gap
 			pieces, g, done, wait = f.c.Next(followRead)
 			gap = gapOf(g)
@@ -104,15 +97,14 @@ func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) 
 			}
 		}
 		if done {
-			select {
-			case <-f.p.done:
-				return stepEnd, nil, nil, nil
-			case <-stop:
-				return stepStop, nil, nil, nil
-			}
+			// Output complete: only the record's end or stop is left.
+			wait, tick = f.p.done, nil
 		}
 		select {
 		case <-wait:
+			if done {
+				return stepEnd, nil, nil, nil
+			}
 		case <-tick:
 			return stepTick, nil, nil, nil
 		case <-stop:
@@ -198,10 +190,8 @@ func isUpgrade(c fiber.Ctx) bool {
 
 // acceptKey is RFC 6455's Sec-WebSocket-Accept for key.
 func acceptKey(key string) string {
-	h := sha1.New()
-	h.Write([]byte(key))
-	h.Write([]byte("258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // serveWS answers the handshake and runs the session on the hijacked
@@ -233,11 +223,9 @@ func (w *wsConn) write(op ws.OpCode, parts ...[]byte) error {
 	for _, p := range parts {
 		n += len(p)
 	}
-	var hb headerBuf
+	var hb bytes.Buffer
 	_ = ws.WriteHeader(&hb, ws.Header{Fin: true, OpCode: op, Length: int64(n)})
-	bufs := make(net.Buffers, 0, len(parts)+1)
-	bufs = append(bufs, hb.b[:hb.n])
-	bufs = append(bufs, parts...)
+	bufs := append(net.Buffers{hb.Bytes()}, parts...)
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	_ = w.sock.SetWriteDeadline(time.Now().Add(stallLimit))
@@ -252,17 +240,6 @@ func (w *wsConn) json(v any) error { return w.write(ws.OpText, marshal(v)) }
 
 func (w *wsConn) closeWith(code ws.StatusCode, reason string) {
 	_ = w.write(ws.OpClose, ws.NewCloseFrameBody(code, reason))
-}
-
-type headerBuf struct {
-	b [ws.MaxHeaderSize]byte
-	n int
-}
-
-func (h *headerBuf) Write(p []byte) (int, error) {
-	n := copy(h.b[h.n:], p)
-	h.n += n
-	return n, nil
 }
 
 // socketOf is the socket under fasthttp's hijacked connection.
@@ -296,30 +273,28 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 	w.writev = rawWritev(w.sock)
 	f := s.follow(p, since)
 	defer f.close()
+	// stop: the client went or the service stops.
+	ctx, stop := context.WithCancel(s.ctx)
+	defer stop()
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
+		defer stop()
 		s.wsRead(w, p)
 	}()
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-gone:
-		case <-s.ctx.Done():
-		}
-		close(stop)
+	defer func() {
+		_ = raw.Close()
+		<-gone
 	}()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	var prefix [binaryPrefix]byte
 	for {
-		kind, pieces, chunks, gap := f.step(stop, tick.C, !binaryFrames)
+		kind, pieces, chunks, gap := f.step(ctx.Done(), tick.C, !binaryFrames)
 		var err error
 		switch kind {
 		case stepStop:
 			w.closeWith(ws.StatusGoingAway, "stopping")
-			_ = raw.Close()
-			<-gone
 			return
 		case stepTick:
 			err = w.write(ws.OpPing, nil)
@@ -331,35 +306,28 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 			if gap != nil {
 				err = w.json(gap)
 			}
-			if binaryFrames {
-				for _, pc := range pieces {
-					if err != nil {
-						break
-					}
-					prefix[0] = pc.Stream
-					binary.BigEndian.PutUint64(prefix[1:], uint64(pc.Off))
-					err = w.write(ws.OpBinary, prefix[:], pc.Data)
+			for _, pc := range pieces {
+				if err != nil {
+					break
 				}
-			} else {
-				for _, ch := range chunks {
-					if err != nil {
-						break
-					}
-					err = w.json(ch)
-				}
+				prefix[0] = pc.Stream
+				binary.BigEndian.PutUint64(prefix[1:], uint64(pc.Off))
+				err = w.write(ws.OpBinary, prefix[:], pc.Data)
 			}
-			if err == nil && !follow {
-				if f.c.CaughtUp() {
-					// Caught up and not following: done.
-					f.sent()
-					w.closeWith(ws.StatusNormalClosure, "")
-					kind = stepEnd
+			for _, ch := range chunks {
+				if err != nil {
+					break
 				}
+				err = w.json(ch)
+			}
+			if err == nil && !follow && f.c.CaughtUp() {
+				// Caught up and not following: done.
+				f.sent()
+				w.closeWith(ws.StatusNormalClosure, "")
+				kind = stepEnd
 			}
 		}
 		if err != nil {
-			_ = raw.Close()
-			<-gone
 			return
 		}
 		f.sent()
@@ -369,8 +337,6 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 			case <-gone:
 			case <-time.After(time.Second):
 			}
-			_ = raw.Close()
-			<-gone
 			return
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -208,18 +209,12 @@ func (b *Budget) reclaim() {
 	for b.disk.Load() > b.diskTotal {
 		b.mu.Lock()
 		var victim *segment
-		keep := b.fifo[:0]
-		for _, s := range b.fifo {
-			switch {
-			case s.dropped.Load():
-			case victim == nil && s.sealed.Load():
+		b.fifo = slices.DeleteFunc(b.fifo, func(s *segment) bool {
+			if victim == nil && !s.dropped.Load() && s.sealed.Load() {
 				victim = s
-			default:
-				keep = append(keep, s)
 			}
-		}
-		clear(b.fifo[len(keep):])
-		b.fifo = keep
+			return victim == s || s.dropped.Load()
+		})
 		b.mu.Unlock()
 		if victim == nil {
 			return
@@ -432,18 +427,8 @@ func (l *Log) evict(target int64) <-chan struct{} {
 		freed += int64(len(c.Data))
 	}
 	if i > 0 {
-		releaseChunks(l.mem[:i])
-		l.mem = append(l.mem[:0], l.mem[i:]...)
-		clear(l.mem[len(l.mem):cap(l.mem)])
-		l.memBytes -= freed
-		l.b.mem.Add(-freed)
-		if ms := l.memStart(); l.diskEnd < ms {
-			// Bytes went unwritten: what is on disk is no longer
-			// contiguous with memory. The disk starts over from memory.
-			l.dropAllSegments()
-			l.diskEnd = ms
-			l.gen++
-		}
+		l.dropFront(i, freed)
+		l.restartDisk()
 	}
 	if l.memBytes > target && len(l.mem) > 1 {
 		return l.spilled
@@ -497,22 +482,13 @@ func (l *Log) waitHolds(n int64) {
 		ch := l.holdWake
 		l.mu.Unlock()
 		var expire <-chan time.Time
-		var t *time.Timer
 		if !next.IsZero() {
-			t = time.NewTimer(time.Until(next))
-			expire = t.C
+			expire = time.After(time.Until(next))
 		}
-		aborted := false
 		select {
 		case <-ch:
 		case <-expire:
 		case <-l.abort:
-			aborted = true
-		}
-		if t != nil {
-			t.Stop()
-		}
-		if aborted {
 			return
 		}
 	}
@@ -551,11 +527,7 @@ func (l *Log) startSpiller() {
 		return
 	}
 	l.spilling = true
-	l.b.spillers.Add(1)
-	go func() {
-		defer l.b.spillers.Done()
-		l.spill()
-	}()
+	l.b.spillers.Go(l.spill)
 }
 
 // spill writes memory to disk, oldest first, while memory is more than
@@ -581,11 +553,7 @@ func (l *Log) spill() {
 			l.mu.Unlock()
 			return
 		}
-		if ms := l.memStart(); l.diskEnd < ms {
-			l.dropAllSegments()
-			l.diskEnd = ms
-			l.gen++
-		}
+		l.restartDisk()
 		limit := l.b.memPer / 2
 		if l.closed {
 			limit = finishedMemory
@@ -614,11 +582,7 @@ func (l *Log) spill() {
 			l.mu.Unlock()
 			select {
 			case <-l.kick:
-			case <-l.abort:
-				l.mu.Lock()
-				l.spilling = false
-				l.mu.Unlock()
-				return
+			case <-l.abort: // the next look ends it
 			}
 			continue
 		}
@@ -648,11 +612,27 @@ func (l *Log) settle() {
 	for ; i < len(l.mem)-1 && l.memBytes-freed > finishedMemory && l.mem[i].end() <= l.diskEnd; i++ {
 		freed += int64(len(l.mem[i].Data))
 	}
+	l.dropFront(i, freed)
+}
+
+// dropFront lets the oldest i chunks, freed bytes in all, leave memory;
+// the caller holds mu.
+func (l *Log) dropFront(i int, freed int64) {
 	releaseChunks(l.mem[:i])
-	l.mem = append(l.mem[:0], l.mem[i:]...)
-	clear(l.mem[len(l.mem):cap(l.mem)])
+	l.mem = slices.Delete(l.mem, 0, i)
 	l.memBytes -= freed
 	l.b.mem.Add(-freed)
+}
+
+// restartDisk drops the disk when memory no longer starts within it:
+// bytes went unwritten, so what is on disk is not contiguous with memory.
+// The disk starts over from memory; the caller holds mu.
+func (l *Log) restartDisk() {
+	if ms := l.memStart(); l.diskEnd < ms {
+		l.dropAllSegments()
+		l.diskEnd = ms
+		l.gen++
+	}
 }
 
 var errStale = errors.New("the disk was dropped meanwhile")
@@ -819,7 +799,7 @@ func (l *Log) forget(s *segment) {
 // as the spare; the caller (the spiller) holds mu.
 func (l *Log) recycle() {
 	s := l.segs[0]
-	if l.spare != "" || l.closed || l.removed || s.sealed.Load() == false || s.dropped.Load() {
+	if l.spare != "" || l.closed || l.removed || !s.sealed.Load() || s.dropped.Load() {
 		l.dropOldest()
 		return
 	}
@@ -894,9 +874,7 @@ func (l *Log) Remove() {
 	if !l.spilling {
 		l.dropSpare()
 	}
-	l.b.mem.Add(-l.memBytes)
-	releaseChunks(l.mem)
-	l.mem, l.memBytes = nil, 0
+	l.dropFront(len(l.mem), l.memBytes)
 	l.diskEnd = l.total
 	wake := l.wake
 	l.wake = make(chan struct{})
@@ -954,7 +932,6 @@ func (l *Log) ReleaseHold(h *Hold) {
 	l.mu.Unlock()
 }
 
-// outputDir is where a service's segment files live.
 // Cursor is a reader's position in a log: Pos is the next offset it reads.
 type Cursor struct {
 	l    *Log
