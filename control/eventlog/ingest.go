@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -142,16 +143,10 @@ func (s *Service) record(ctx context.Context, p *auth.Principal, in IngestInput)
 		}
 		at = in.CreatedAt.UTC()
 	}
-	var ev events.Event
-	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		var err error
-		ev, err = s.env.Events.Append(tx, events.Event{EventType: in.EventType, ResourceType: in.ResourceType,
-			ResourceID: in.ResourceID, ProjectID: in.ProjectID, ContainerID: in.ContainerID, RealmID: in.RealmID,
-			UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: payload, CreatedAt: at})
-		return err
+	rec := events.Event{EventType: in.EventType, ResourceType: in.ResourceType, ResourceID: in.ResourceID, ProjectID: in.ProjectID,
+		ContainerID: in.ContainerID, RealmID: in.RealmID, UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: payload, CreatedAt: at}
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "record the event", func(tx *store.Tx) (*events.Event, error) {
+		ev, err := s.env.Events.Append(tx, rec)
+		return &ev, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("record the event", err)
-	}
-	return &ev, nil
 }

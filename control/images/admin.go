@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/control/catalog"
-
+	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -111,20 +111,14 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Image, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var img Image
-	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "create the image", func(tx *store.Tx) (*Image, error) {
 		r, err := s.insert(tx, &in)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		img = r.public()
-		img.Serial = r.Serial
-		return s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
+		img := &Image{Fields: r.fields(), AddedDate: r.AddedDate, Serial: r.Serial}
+		return img, s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
 	})
-	if err != nil {
-		return nil, fault.Wrap("create the image", err)
-	}
-	return &img, nil
 }
 
 // insert writes a validated new image, its alias and icon.

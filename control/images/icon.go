@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"image/png"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -81,24 +82,17 @@ func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
 	if _, err := platform.Caller(ctx); err != nil {
 		return nil, err
 	}
-	var out []byte
-	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+	out, err := domain.Transact(ctx, s.env.Store.ViewContext, "read the icon", func(tx *store.Tx) ([]byte, error) {
 		r, err := load(tx, id)
-		if err != nil {
-			return err
+		if err != nil || !r.HasIcon {
+			return nil, err
 		}
-		if r.HasIcon {
-			out = bytes.Clone(tx.GetRaw(bucketIcons, id))
-		}
-		return nil
+		return bytes.Clone(tx.GetRaw(bucketIcons, id)), nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the icon", err)
-	}
-	if out == nil {
+	if out == nil && err == nil {
 		out = DefaultIcon(id)
 	}
-	return out, nil
+	return out, err
 }
 
 // IconFile is the icon as served: a PNG browsers may keep an hour.
