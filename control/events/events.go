@@ -204,10 +204,6 @@ func Get(tx *store.Tx, id string) (*Event, error) {
 	if key == "" {
 		return nil, nil
 	}
-	return load(tx, key)
-}
-
-func load(tx *store.Tx, key string) (*Event, error) {
 	var ev Event
 	ok, err := tx.Get(Bucket, key, &ev)
 	if err != nil || !ok {
@@ -216,22 +212,14 @@ func load(tx *store.Tx, key string) (*Event, error) {
 	return &ev, nil
 }
 
-// remove deletes the event stored under key (the store drops its index
-// entries with it).
-func remove(tx *store.Tx, key string) (bool, error) {
-	if tx.GetRaw(Bucket, key) == nil {
+// Delete removes the event with id (the store drops its index entries
+// with it); false when there was none.
+func Delete(tx *store.Tx, id string) (bool, error) {
+	key := KeyOf(id)
+	if key == "" || tx.GetRaw(Bucket, key) == nil {
 		return false, nil
 	}
 	return true, tx.Delete(Bucket, key)
-}
-
-// Delete removes the event with id; false when there was none.
-func Delete(tx *store.Tx, id string) (bool, error) {
-	key := KeyOf(id)
-	if key == "" {
-		return false, nil
-	}
-	return remove(tx, key)
 }
 
 // List returns events in creation order (oldest first).
