@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -80,26 +81,14 @@ func (ps pageSet) match(p string) bool {
 		return true
 	}
 	segs := strings.Split(p, "/")
-	for _, pat := range ps.patterns {
-		if len(pat) != len(segs) {
-			continue
-		}
-		ok := true
-		for i, s := range pat {
+	return slices.ContainsFunc(ps.patterns, func(pat []string) bool {
+		return slices.EqualFunc(pat, segs, func(s, seg string) bool {
 			if strings.HasPrefix(s, ":") {
-				ok = segs[i] != "" && !strings.ContainsAny(segs[i], ".%")
-			} else {
-				ok = s == segs[i]
+				return seg != "" && !strings.ContainsAny(seg, ".%")
 			}
-			if !ok {
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+			return s == seg
+		})
+	})
 }
 
 // loadAssets reads the embedded build: index.html and every other file,
