@@ -92,10 +92,7 @@ func (p *Page) Validate() error {
 // Offset is the number of entries before the page.
 func (p *Page) Offset() int { return (p.Page - 1) * p.Limit }
 
-// Pagination is data.pagination of every list.
-type Pagination = domain.Pagination
-
 // Paginate is the pagination of total entries seen through p.
-func (p *Page) Paginate(total int) Pagination {
+func (p *Page) Paginate(total int) domain.Pagination {
 	return domain.Paginate(total, p.Page, p.Limit)
 }

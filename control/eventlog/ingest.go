@@ -103,12 +103,11 @@ func (s *Service) Ingest(ctx context.Context, in IngestInput) (*events.Event, er
 		if check == nil {
 			return nil, fault.Errorf(fault.CodeForbidden, "access to container %q cannot be confirmed", in.ContainerID)
 		}
-		ids := map[string]string{"container": in.ContainerID, "project": in.ProjectID}
-		if err := check(ctx, params(ids)); err != nil {
+		if err := check(ctx, params(map[string]string{"container": in.ContainerID, "project": in.ProjectID})); err != nil {
 			return nil, err
 		}
-		if in.ProjectID != "" && s.env.Authz.Lookup(CheckProjectMember) != nil {
-			if err := s.env.Authz.Lookup(CheckProjectMember)(ctx, params(map[string]string{"project": in.ProjectID})); err != nil {
+		if member := s.env.Authz.Lookup(CheckProjectMember); in.ProjectID != "" && member != nil {
+			if err := member(ctx, params(map[string]string{"project": in.ProjectID})); err != nil {
 				return nil, err
 			}
 		}

@@ -11,11 +11,8 @@ import (
 	"deckhand/platform/store"
 )
 
-// Event page size (docs/spec/interface.md Limits).
-const (
-	MaxLimit     = 500
-	DefaultLimit = 100
-)
+// MaxLimit is the largest event page (docs/spec/interface.md Limits).
+const MaxLimit = 500
 
 // ListInput is the query of GET /api/v1/events.
 type ListInput struct {
@@ -110,13 +107,10 @@ func (f FilterInput) parse() (events.Filter, error) {
 	return out, nil
 }
 
-// Pagination is data.pagination of docs/spec/interface.md.
-type Pagination = domain.Pagination
-
 // EventList is the data of GET /api/v1/events.
 type EventList struct {
-	Events     []events.Event `json:"events"`
-	Pagination Pagination     `json:"pagination"`
+	Events     []events.Event    `json:"events"`
+	Pagination domain.Pagination `json:"pagination"`
 }
 
 // List answers the events the caller may see that pass the filters.

@@ -186,8 +186,8 @@ type LibraryInput struct {
 
 // UserList is the library's data.
 type UserList struct {
-	Images     []LibraryImage `json:"images"`
-	Pagination Pagination     `json:"pagination"`
+	Images     []LibraryImage    `json:"images"`
+	Pagination domain.Pagination `json:"pagination"`
 }
 
 // Library is the caller's images, newest first unless sort_order is asc.

@@ -101,8 +101,8 @@ func (in *ListInput) filters() []store.Filter {
 
 // PublicList is the public list's data.
 type PublicList struct {
-	Images     []Image    `json:"images"`
-	Pagination Pagination `json:"pagination"`
+	Images     []Image           `json:"images"`
+	Pagination domain.Pagination `json:"pagination"`
 }
 
 // List is the public catalog filtered, sorted and paged.
