@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"embed"
 	"encoding/json"
@@ -104,10 +105,8 @@ func loadAssets() (index *asset, files map[string]*asset, err error) {
 			return err
 		}
 		rel := strings.TrimPrefix(p, "dist")
-		a := &asset{body: body, ctype: mime.TypeByExtension(path.Ext(rel)), hashed: strings.HasPrefix(rel, "/assets/")}
-		if a.ctype == "" {
-			a.ctype = "application/octet-stream"
-		}
+		a := &asset{body: body, ctype: cmp.Or(mime.TypeByExtension(path.Ext(rel)), "application/octet-stream"),
+			hashed: strings.HasPrefix(rel, "/assets/")}
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 		_, _ = zw.Write(body)
@@ -121,11 +120,8 @@ func loadAssets() (index *asset, files map[string]*asset, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	index = files["/index.html"]
+	index = cmp.Or(files["/index.html"], &asset{body: []byte(notBuilt), ctype: "text/html; charset=utf-8"})
 	delete(files, "/index.html")
-	if index == nil {
-		index = &asset{body: []byte(notBuilt), ctype: "text/html; charset=utf-8"}
-	}
 	return index, files, nil
 }
 

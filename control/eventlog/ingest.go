@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -49,15 +50,11 @@ func (in *IngestInput) Validate() error {
 	if !ok {
 		return fault.Invalid("event_type", "must be a container lifecycle, snapshot, firewall, pool or storage kind, got %q", in.EventType)
 	}
-	if in.ResourceType == "" {
-		in.ResourceType = want
-	}
+	in.ResourceType = cmp.Or(in.ResourceType, want)
 	if in.ResourceType != want {
 		return fault.Invalid("resource_type", "must be %s for %s", want, in.EventType)
 	}
-	if in.ResourceID == "" {
-		in.ResourceID = in.ContainerID
-	}
+	in.ResourceID = cmp.Or(in.ResourceID, in.ContainerID)
 	if in.ResourceID == "" {
 		return fault.Invalid("resource_id", "is required when container_id is absent")
 	}

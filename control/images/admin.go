@@ -1,6 +1,7 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -133,11 +134,8 @@ func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 	now := s.env.Clock.Now().UTC()
 	r := &imageRec{ID: catalog.NewID(idPrefix), Alias: in.Alias, Description: in.Description, ImageName: in.ImageName,
 		Architecture: in.Architecture, OS: in.OS, Release: in.Release, Variant: in.Variant, Size: in.Size,
-		Price: in.price, Prespawn: in.Prespawn, Tags: in.Tags, Serial: in.Serial,
+		Price: in.price, Prespawn: in.Prespawn, Tags: in.Tags, Serial: cmp.Or(in.Serial, now.Format("20060102_1504")),
 		AddedNanos: now.UnixNano(), AddedDate: now.Format("2006-01-02T15:04:05.000Z"), HasIcon: in.icon != nil}
-	if r.Serial == "" {
-		r.Serial = now.Format("20060102_1504")
-	}
 	if err := tx.Put(bucketAliases, alias, r.ID); err != nil {
 		return nil, err
 	}

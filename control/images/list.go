@@ -1,6 +1,7 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -41,9 +42,7 @@ func (in *ListInput) Validate() error {
 		return err
 	}
 	in.SortOrder, in.Page, in.Limit = pg.SortOrder, pg.Page, pg.Limit
-	if in.SortBy == "" {
-		in.SortBy = "added_date"
-	}
+	in.SortBy = cmp.Or(in.SortBy, "added_date")
 	switch {
 	case !slices.Contains(sortKeys, in.SortBy):
 		return fault.Invalid("sort_by", "must be one of alias, added_date, price, rating")
