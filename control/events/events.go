@@ -108,11 +108,7 @@ var (
 // TimeKey is the key prefix of the instant t: keys of events created at or
 // after t sort at or after it.
 func TimeKey(t time.Time) string {
-	n := t.UnixNano()
-	if n < 0 {
-		n = 0
-	}
-	return fmt.Sprintf("%019d", n)
+	return fmt.Sprintf("%019d", max(t.UnixNano(), 0))
 }
 
 // newKey is a fresh event key for an event created at t.
@@ -144,10 +140,8 @@ func CheckValue(v string) string {
 	if len(v) > maxValue {
 		return fmt.Sprintf("must be at most %d bytes", maxValue)
 	}
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f {
-			return "must not contain control characters"
-		}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "must not contain control characters"
 	}
 	return ""
 }

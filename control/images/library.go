@@ -212,9 +212,6 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 		for i, o := range owns {
 			ids[i], rated[i] = o.ImageID, ratingKey(o.ImageID, p.UserID)
 		}
-		if len(ids) == 0 {
-			return out, nil
-		}
 		recs, err := store.GetMany[imageRec](tx, bucketImages, ids)
 		if err != nil {
 			return nil, err
