@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"deckhand/control/domain"
@@ -47,20 +48,14 @@ type EventRef struct {
 
 // Validate checks the paging, order and filters.
 func (in *ListInput) Validate() error {
-	if in.Limit < 1 || in.Limit > MaxLimit {
+	switch {
+	case in.Limit < 1 || in.Limit > MaxLimit:
 		return fault.Invalid("limit", "must be an integer from 1 to %d", MaxLimit)
-	}
-	if in.Offset < 0 {
+	case in.Offset < 0:
 		return fault.Invalid("offset", "must be 0 or more")
-	}
-	switch in.SortBy {
-	case "", "created_at", "event_type":
-	default:
+	case !slices.Contains([]string{"", "created_at", "event_type"}, in.SortBy):
 		return fault.Invalid("sort_by", "must be created_at or event_type, got %q", in.SortBy)
-	}
-	switch in.SortOrder {
-	case "", "asc", "desc":
-	default:
+	case !slices.Contains([]string{"", "asc", "desc"}, in.SortOrder):
 		return fault.Invalid("sort_order", "must be asc or desc, got %q", in.SortOrder)
 	}
 	_, err := in.FilterInput.parse()

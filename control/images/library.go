@@ -43,33 +43,25 @@ func (s *Service) own(tx *store.Tx, user string, r *imageRec, how string, paid m
 	return tx.Put(bucketOwned, ownedKey(user, r.ID), o)
 }
 
-// Import adds a free image to the caller's library, once.
-func (s *Service) Import(ctx context.Context, ref ImageRef) error {
-	p, err := platform.Caller(ctx)
-	if err != nil {
-		return err
-	}
-	id := ref.ID
-	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := load(tx, id)
-		if err != nil {
-			return err
-		}
-		if r.Price != 0 {
-			return fault.Errorf(fault.CodeBadRequest, "image %s is not free (price %s): purchase it", id, r.Price)
-		}
-		return s.own(tx, p.UserID, r, "import", 0)
-	})
-	return fault.Wrap("import the image", err)
-}
-
 // Imported is the data of an import: an empty object.
 type Imported struct{}
 
-// ImportImage is Import answering the empty data object the interface
-// gives an import.
-func (s *Service) ImportImage(ctx context.Context, ref ImageRef) (Imported, error) {
-	return Imported{}, s.Import(ctx, ref)
+// Import adds a free image to the caller's library, once.
+func (s *Service) Import(ctx context.Context, ref ImageRef) (Imported, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return Imported{}, err
+	}
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "import the image", func(tx *store.Tx) (Imported, error) {
+		r, err := load(tx, ref.ID)
+		if err != nil {
+			return Imported{}, err
+		}
+		if r.Price != 0 {
+			return Imported{}, fault.Errorf(fault.CodeBadRequest, "image %s is not free (price %s): purchase it", ref.ID, r.Price)
+		}
+		return Imported{}, s.own(tx, p.UserID, r, "import", 0)
+	})
 }
 
 // PurchaseResult is what a purchase answers.
