@@ -64,18 +64,16 @@ func (in *CreateInput) Validate() error {
 			return err
 		}
 	}
-	if strings.TrimSpace(in.Alias) != in.Alias {
+	switch {
+	case strings.TrimSpace(in.Alias) != in.Alias:
 		return fault.Invalid("alias", "must not start or end with spaces")
-	}
-	if utf8.RuneCountInString(in.Description) > 4000 || strings.ContainsAny(in.Description, "\x00\x1e\x1f") {
+	case utf8.RuneCountInString(in.Description) > 4000 || strings.ContainsAny(in.Description, "\x00\x1e\x1f"):
 		return fault.Invalid("description", "must be at most 4000 characters without NUL or separator characters")
-	}
-	if in.Architecture == "" || len(in.Architecture) > 32 || strings.IndexFunc(in.Architecture, func(r rune) bool {
+	case in.Architecture == "" || len(in.Architecture) > 32 || strings.ContainsFunc(in.Architecture, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
-	}) >= 0 {
+	}):
 		return fault.Invalid("architecture", "must be 1 to 32 lower-case letters, digits or _ (amd64, arm64, armhf ...)")
-	}
-	if in.Size < 0 {
+	case in.Size < 0:
 		return fault.Invalid("size", "must be an integer at least 0")
 	}
 	if in.Price != "" {
