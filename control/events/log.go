@@ -93,8 +93,7 @@ func (l *Log) DeleteMatching(ctx context.Context, f Filter) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		var n int
-		var next string
+		n, next := 0, ""
 		err := l.db.UpdateContext(ctx, func(tx *store.Tx) (err error) {
 			n, next, err = DeleteBatch(tx, f, after, DeleteBatchSize)
 			return err

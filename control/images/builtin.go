@@ -42,12 +42,7 @@ func (s *Service) RegisterBuiltin(ctx context.Context, version string) (int, err
 	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
 		added = added[:0] // the function runs again after a conflict
 		for i := range ins {
-			var id string
-			ok, err := tx.Get(bucketAliases, strings.ToLower(ins[i].Alias), &id)
-			if err != nil {
-				return err
-			}
-			if ok {
+			if tx.GetRaw(bucketAliases, strings.ToLower(ins[i].Alias)) != nil {
 				continue
 			}
 			r, err := s.insert(tx, &ins[i])
