@@ -4,6 +4,7 @@
 package catalog
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -69,15 +70,9 @@ type Page struct {
 // Validate fills the defaults (page 1, limit 20, desc) and checks bounds:
 // a limit over MaxLimit is refused, never clamped.
 func (p *Page) Validate() error {
-	if p.Page == 0 {
-		p.Page = 1
-	}
-	if p.Limit == 0 {
-		p.Limit = DefaultLimit
-	}
-	if p.SortOrder == "" {
-		p.SortOrder = "desc"
-	}
+	p.Page = cmp.Or(p.Page, 1)
+	p.Limit = cmp.Or(p.Limit, DefaultLimit)
+	p.SortOrder = cmp.Or(p.SortOrder, "desc")
 	switch {
 	case p.Page < 1:
 		return fault.Invalid("page", "must be an integer at least 1")
@@ -92,10 +87,7 @@ func (p *Page) Validate() error {
 // Offset is the number of entries before the page.
 func (p *Page) Offset() int { return (p.Page - 1) * p.Limit }
 
-// Pagination is data.pagination of every list.
-type Pagination = domain.Pagination
-
 // Paginate is the pagination of total entries seen through p.
-func (p *Page) Paginate(total int) Pagination {
+func (p *Page) Paginate(total int) domain.Pagination {
 	return domain.Paginate(total, p.Page, p.Limit)
 }

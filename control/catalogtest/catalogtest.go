@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/gofiber/fiber/v3"
@@ -110,13 +111,7 @@ func Balance(t testing.TB, w *wallet.Service, user string) (money.Amount, []wall
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spent []wallet.Transaction
-	for _, tr := range l.Transactions {
-		if tr.TransactionType != "credit" {
-			spent = append(spent, tr)
-		}
-	}
-	return b.GeneralBalance, spent
+	return b.GeneralBalance, slices.DeleteFunc(l.Transactions, func(tr wallet.Transaction) bool { return tr.TransactionType == "credit" })
 }
 
 // EachEngine is TestMain for a domain's unit tests: every test runs once

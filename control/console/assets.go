@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"embed"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -80,26 +82,14 @@ func (ps pageSet) match(p string) bool {
 		return true
 	}
 	segs := strings.Split(p, "/")
-	for _, pat := range ps.patterns {
-		if len(pat) != len(segs) {
-			continue
-		}
-		ok := true
-		for i, s := range pat {
+	return slices.ContainsFunc(ps.patterns, func(pat []string) bool {
+		return slices.EqualFunc(pat, segs, func(s, seg string) bool {
 			if strings.HasPrefix(s, ":") {
-				ok = segs[i] != "" && !strings.ContainsAny(segs[i], ".%")
-			} else {
-				ok = s == segs[i]
+				return seg != "" && !strings.ContainsAny(seg, ".%")
 			}
-			if !ok {
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+			return s == seg
+		})
+	})
 }
 
 // loadAssets reads the embedded build: index.html and every other file,
@@ -115,10 +105,8 @@ func loadAssets() (index *asset, files map[string]*asset, err error) {
 			return err
 		}
 		rel := strings.TrimPrefix(p, "dist")
-		a := &asset{body: body, ctype: mime.TypeByExtension(path.Ext(rel)), hashed: strings.HasPrefix(rel, "/assets/")}
-		if a.ctype == "" {
-			a.ctype = "application/octet-stream"
-		}
+		a := &asset{body: body, ctype: cmp.Or(mime.TypeByExtension(path.Ext(rel)), "application/octet-stream"),
+			hashed: strings.HasPrefix(rel, "/assets/")}
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 		_, _ = zw.Write(body)
@@ -132,11 +120,8 @@ func loadAssets() (index *asset, files map[string]*asset, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	index = files["/index.html"]
+	index = cmp.Or(files["/index.html"], &asset{body: []byte(notBuilt), ctype: "text/html; charset=utf-8"})
 	delete(files, "/index.html")
-	if index == nil {
-		index = &asset{body: []byte(notBuilt), ctype: "text/html; charset=utf-8"}
-	}
 	return index, files, nil
 }
 

@@ -9,6 +9,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -78,11 +79,8 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if env.Config.Identity == nil {
 		return nil, errors.New("console: the identity domain is required")
 	}
-	s := &Service{id: env.Config.Identity, clock: env.Clock, secure: strings.HasPrefix(env.Config.PublicURL, "https://"),
-		limits: map[string][]ratelimit.RateLimit{}}
-	if s.clock == nil {
-		s.clock = clockpkg.SystemClock{}
-	}
+	s := &Service{id: env.Config.Identity, clock: cmp.Or[clockpkg.Clock](env.Clock, clockpkg.SystemClock{}),
+		secure: strings.HasPrefix(env.Config.PublicURL, "https://"), limits: map[string][]ratelimit.RateLimit{}}
 	var err error
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err

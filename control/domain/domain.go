@@ -65,6 +65,23 @@ func WithConfig[C, D any](env Env[D], c C) Env[C] {
 		Authz: env.Authz, Payments: env.Payments, Accounts: env.Accounts, Images: env.Images, Limiter: env.Limiter, Config: c}
 }
 
+// Transact runs fn in a transaction of run (DB.ViewContext or
+// DB.UpdateContext) and answers what fn answers; a failure is op's
+// (fault.Wrap).
+func Transact[T any](ctx context.Context, run func(context.Context, func(*store.Tx) error) error, op string,
+	fn func(tx *store.Tx) (T, error)) (T, error) {
+	var out T
+	err := run(ctx, func(tx *store.Tx) (err error) {
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, fault.Wrap(op, err)
+	}
+	return out, nil
+}
+
 // CredentialIssuer is implemented by a domain that issues Bearer
 // credentials of its own, told apart by a prefix (projects: agt_ agent
 // tokens), besides the identity domain's sessions and svc_ tokens. The

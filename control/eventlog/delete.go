@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -63,12 +64,9 @@ func (in *DeleteInput) Validate() error {
 }
 
 func (in *DeleteInput) filter() (events.Filter, error) {
-	f := events.Filter{EventType: in.EventType, ResourceType: in.ResourceType, ResourceID: in.ResourceID, RealmID: in.RealmID}
-	for name, v := range map[string]string{"event_type": in.EventType, "resource_type": in.ResourceType,
-		"resource_id": in.ResourceID, "realm_id": in.RealmID} {
-		if why := events.CheckValue(v); why != "" {
-			return f, fault.Invalid(name, "%s", why)
-		}
+	f, err := FilterInput{EventType: in.EventType, ResourceType: in.ResourceType, ResourceID: in.ResourceID, RealmID: in.RealmID}.parse()
+	if err != nil {
+		return f, err
 	}
 	if in.BeforeDate != "" {
 		t, err := parseDate("before_date", in.BeforeDate, false)
@@ -104,18 +102,14 @@ func (s *Service) DeleteOne(ctx context.Context, ref EventRef) (*Deleted, error)
 	if _, err := platform.AdminCaller(ctx); err != nil {
 		return nil, err
 	}
-	id := ref.ID
-	var ok bool
-	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		var err error
-		ok, err = events.Delete(tx, id)
-		return err
+	ok, err := domain.Transact(ctx, s.env.Store.UpdateContext, "delete the event", func(tx *store.Tx) (bool, error) {
+		return events.Delete(tx, ref.ID)
 	})
 	if err != nil {
-		return nil, fault.Wrap("delete the event", err)
+		return nil, err
 	}
 	if !ok {
-		return nil, fault.NotFound("event", id)
+		return nil, fault.NotFound("event", ref.ID)
 	}
 	return &Deleted{Deleted: 1}, nil
 }

@@ -2,10 +2,12 @@ package eventlog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -48,15 +50,11 @@ func (in *IngestInput) Validate() error {
 	if !ok {
 		return fault.Invalid("event_type", "must be a container lifecycle, snapshot, firewall, pool or storage kind, got %q", in.EventType)
 	}
-	if in.ResourceType == "" {
-		in.ResourceType = want
-	}
+	in.ResourceType = cmp.Or(in.ResourceType, want)
 	if in.ResourceType != want {
 		return fault.Invalid("resource_type", "must be %s for %s", want, in.EventType)
 	}
-	if in.ResourceID == "" {
-		in.ResourceID = in.ContainerID
-	}
+	in.ResourceID = cmp.Or(in.ResourceID, in.ContainerID)
 	if in.ResourceID == "" {
 		return fault.Invalid("resource_id", "is required when container_id is absent")
 	}
@@ -102,12 +100,11 @@ func (s *Service) Ingest(ctx context.Context, in IngestInput) (*events.Event, er
 		if check == nil {
 			return nil, fault.Errorf(fault.CodeForbidden, "access to container %q cannot be confirmed", in.ContainerID)
 		}
-		ids := map[string]string{"container": in.ContainerID, "project": in.ProjectID}
-		if err := check(ctx, params(ids)); err != nil {
+		if err := check(ctx, params(map[string]string{"container": in.ContainerID, "project": in.ProjectID})); err != nil {
 			return nil, err
 		}
-		if in.ProjectID != "" && s.env.Authz.Lookup(CheckProjectMember) != nil {
-			if err := s.env.Authz.Lookup(CheckProjectMember)(ctx, params(map[string]string{"project": in.ProjectID})); err != nil {
+		if member := s.env.Authz.Lookup(CheckProjectMember); in.ProjectID != "" && member != nil {
+			if err := member(ctx, params(map[string]string{"project": in.ProjectID})); err != nil {
 				return nil, err
 			}
 		}
@@ -142,16 +139,10 @@ func (s *Service) record(ctx context.Context, p *auth.Principal, in IngestInput)
 		}
 		at = in.CreatedAt.UTC()
 	}
-	var ev events.Event
-	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		var err error
-		ev, err = s.env.Events.Append(tx, events.Event{EventType: in.EventType, ResourceType: in.ResourceType,
-			ResourceID: in.ResourceID, ProjectID: in.ProjectID, ContainerID: in.ContainerID, RealmID: in.RealmID,
-			UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: payload, CreatedAt: at})
-		return err
+	rec := events.Event{EventType: in.EventType, ResourceType: in.ResourceType, ResourceID: in.ResourceID, ProjectID: in.ProjectID,
+		ContainerID: in.ContainerID, RealmID: in.RealmID, UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: payload, CreatedAt: at}
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "record the event", func(tx *store.Tx) (*events.Event, error) {
+		ev, err := s.env.Events.Append(tx, rec)
+		return &ev, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("record the event", err)
-	}
-	return &ev, nil
 }

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"deckhand/control/domain"
@@ -11,11 +12,8 @@ import (
 	"deckhand/platform/store"
 )
 
-// Event page size (docs/spec/interface.md Limits).
-const (
-	MaxLimit     = 500
-	DefaultLimit = 100
-)
+// MaxLimit is the largest event page (docs/spec/interface.md Limits).
+const MaxLimit = 500
 
 // ListInput is the query of GET /api/v1/events.
 type ListInput struct {
@@ -50,20 +48,14 @@ type EventRef struct {
 
 // Validate checks the paging, order and filters.
 func (in *ListInput) Validate() error {
-	if in.Limit < 1 || in.Limit > MaxLimit {
+	switch {
+	case in.Limit < 1 || in.Limit > MaxLimit:
 		return fault.Invalid("limit", "must be an integer from 1 to %d", MaxLimit)
-	}
-	if in.Offset < 0 {
+	case in.Offset < 0:
 		return fault.Invalid("offset", "must be 0 or more")
-	}
-	switch in.SortBy {
-	case "", "created_at", "event_type":
-	default:
+	case !slices.Contains([]string{"", "created_at", "event_type"}, in.SortBy):
 		return fault.Invalid("sort_by", "must be created_at or event_type, got %q", in.SortBy)
-	}
-	switch in.SortOrder {
-	case "", "asc", "desc":
-	default:
+	case !slices.Contains([]string{"", "asc", "desc"}, in.SortOrder):
 		return fault.Invalid("sort_order", "must be asc or desc, got %q", in.SortOrder)
 	}
 	_, err := in.FilterInput.parse()
@@ -110,13 +102,10 @@ func (f FilterInput) parse() (events.Filter, error) {
 	return out, nil
 }
 
-// Pagination is data.pagination of docs/spec/interface.md.
-type Pagination = domain.Pagination
-
 // EventList is the data of GET /api/v1/events.
 type EventList struct {
-	Events     []events.Event `json:"events"`
-	Pagination Pagination     `json:"pagination"`
+	Events     []events.Event    `json:"events"`
+	Pagination domain.Pagination `json:"pagination"`
 }
 
 // List answers the events the caller may see that pass the filters.
@@ -131,16 +120,10 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 	f, _ := in.FilterInput.parse()
 	o := events.Sort{ByType: in.SortBy == "event_type", Desc: in.SortOrder != "asc"}
 	v := s.viewer(ctx, p)
-	var page events.Page
-	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		page, err = events.Find(tx, f, v, o, in.Offset, in.Limit)
-		return err
+	return domain.Transact(ctx, s.env.Store.ViewContext, "list events", func(tx *store.Tx) (*EventList, error) {
+		page, err := events.Find(tx, f, v, o, in.Offset, in.Limit)
+		return &EventList{Events: page.Events, Pagination: domain.Paginate(page.Total, in.Offset/in.Limit+1, in.Limit)}, err
 	})
-	if err != nil {
-		return nil, fault.Wrap("list events", err)
-	}
-	return &EventList{Events: page.Events, Pagination: domain.Paginate(page.Total, in.Offset/in.Limit+1, in.Limit)}, nil
 }
 
 // Get answers one event the caller may see (404 otherwise, so ids of
@@ -150,20 +133,13 @@ func (s *Service) Get(ctx context.Context, ref EventRef) (*events.Event, error) 
 	if err != nil {
 		return nil, err
 	}
-	id := ref.ID
-	var ev *events.Event
-	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		ev, err = events.Get(tx, id)
-		return err
+	ev, err := domain.Transact(ctx, s.env.Store.ViewContext, "read the event", func(tx *store.Tx) (*events.Event, error) {
+		return events.Get(tx, ref.ID)
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the event", err)
+	if err == nil && (ev == nil || !s.viewer(ctx, p).Sees(ev)) {
+		return nil, fault.NotFound("event", ref.ID)
 	}
-	if ev == nil || !s.viewer(ctx, p).Sees(ev) {
-		return nil, fault.NotFound("event", id)
-	}
-	return ev, nil
+	return ev, err
 }
 
 // StatsInput is the query of GET /api/v1/events/stats.
@@ -193,14 +169,11 @@ func (s *Service) Stats(ctx context.Context, in StatsInput) (*StatsResult, error
 		return nil, err
 	}
 	v := s.viewer(ctx, p)
-	var st events.Stats
-	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		st, err = events.Count(tx, f, v)
-		return err
+	st, err := domain.Transact(ctx, s.env.Store.ViewContext, "count events", func(tx *store.Tx) (events.Stats, error) {
+		return events.Count(tx, f, v)
 	})
 	if err != nil {
-		return nil, fault.Wrap("count events", err)
+		return nil, err
 	}
 	out := &StatsResult{Stats: st}
 	if !f.Start.IsZero() {

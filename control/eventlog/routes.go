@@ -11,9 +11,6 @@ import (
 // Routes is the domain's route table. Static paths come before {id}.
 func (s *Service) Routes() []platform.Route {
 	tag := []string{"events"}
-	rl := func(name string, n int) []ratelimit.RateLimit {
-		return []ratelimit.RateLimit{{Name: name, By: ratelimit.ByAccount, N: n, Per: time.Minute}}
-	}
 	return []platform.Route{
 		{Method: http.MethodGet, Path: "/api/v1/events", OperationID: "listEvents", Summary: "List events", Tags: tag,
 			Description: "Events the caller may see, newest first by default: admins see all; a user the events they own " +
@@ -27,7 +24,7 @@ func (s *Service) Routes() []platform.Route {
 			Tags: tag, Description: "Admins only. retention_days 1 to 365. data: {deleted}, the exact count.",
 			Policy: platform.Admin, Message: "Old events deleted", Op: platform.Op(s.Cleanup)},
 		{Method: http.MethodPost, Path: "/api/v1/events/ingest", OperationID: "ingestEvent", Summary: "Report an event from an agent",
-			Tags: tag, Limits: rl("events.ingest", 600),
+			Tags: tag, Limits: []ratelimit.RateLimit{{Name: "events.ingest", By: ratelimit.ByAccount, N: 600, Per: time.Minute}},
 			Description: "An agent's svc_ auth token reports a container lifecycle, snapshot, firewall, pool or storage event " +
 				"of its container: container_id is required and the token's owner must pass the containers domain's " +
 				"container.access check (admins' tokens always do). Sessions get 403.",

@@ -12,6 +12,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -117,10 +118,7 @@ func params(ids map[string]string) func(string) string {
 		case "container_id", "containerId", "containerID":
 			return ids["container"]
 		case "id":
-			if c := ids["container"]; c != "" {
-				return c
-			}
-			return ids["project"]
+			return cmp.Or(ids["container"], ids["project"])
 		}
 		return ""
 	}

@@ -108,11 +108,7 @@ var (
 // TimeKey is the key prefix of the instant t: keys of events created at or
 // after t sort at or after it.
 func TimeKey(t time.Time) string {
-	n := t.UnixNano()
-	if n < 0 {
-		n = 0
-	}
-	return fmt.Sprintf("%019d", n)
+	return fmt.Sprintf("%019d", max(t.UnixNano(), 0))
 }
 
 // newKey is a fresh event key for an event created at t.
@@ -144,10 +140,8 @@ func CheckValue(v string) string {
 	if len(v) > maxValue {
 		return fmt.Sprintf("must be at most %d bytes", maxValue)
 	}
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f {
-			return "must not contain control characters"
-		}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "must not contain control characters"
 	}
 	return ""
 }
@@ -204,10 +198,6 @@ func Get(tx *store.Tx, id string) (*Event, error) {
 	if key == "" {
 		return nil, nil
 	}
-	return load(tx, key)
-}
-
-func load(tx *store.Tx, key string) (*Event, error) {
 	var ev Event
 	ok, err := tx.Get(Bucket, key, &ev)
 	if err != nil || !ok {
@@ -216,22 +206,14 @@ func load(tx *store.Tx, key string) (*Event, error) {
 	return &ev, nil
 }
 
-// remove deletes the event stored under key (the store drops its index
-// entries with it).
-func remove(tx *store.Tx, key string) (bool, error) {
-	if tx.GetRaw(Bucket, key) == nil {
+// Delete removes the event with id (the store drops its index entries
+// with it); false when there was none.
+func Delete(tx *store.Tx, id string) (bool, error) {
+	key := KeyOf(id)
+	if key == "" || tx.GetRaw(Bucket, key) == nil {
 		return false, nil
 	}
 	return true, tx.Delete(Bucket, key)
-}
-
-// Delete removes the event with id; false when there was none.
-func Delete(tx *store.Tx, id string) (bool, error) {
-	key := KeyOf(id)
-	if key == "" {
-		return false, nil
-	}
-	return remove(tx, key)
 }
 
 // List returns events in creation order (oldest first).

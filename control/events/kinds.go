@@ -92,10 +92,6 @@ var Kinds = []string{
 	StorageShareMountChanged, NotificationRead, ServerHealthChanged, ServerRentalExpiring, ActivityLogged,
 }
 
-// ResourceTypes is every resource type of the Events section.
-var ResourceTypes = []string{ResContainer, ResStorageShare, ResNotification, ResProject, ResServer, ResFirewall,
-	ResProxyAlias, ResProxyPermissions, ResAuthToken, ResPool, ResUser, ResActivityLog}
-
 // Ingestible maps the kinds that producers outside the control plane
 // (agents, and admins on their behalf) may report — container lifecycle,
 // snapshots, firewall, pools and storage — to their resource type.

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -24,14 +25,11 @@ const recordBatch = 128
 // NewLog returns the event log over db. Lists need the log's table
 // declared on db (Declare, or the server's declaration of every table).
 func NewLog(db *store.DB, clock clockpkg.Clock) *Log {
-	if clock == nil {
-		clock = clockpkg.SystemClock{}
-	}
 	max := recordBatch
 	if db.ConcurrentWriters() {
 		max = -1 // PostgreSQL: appends insert new rows side by side, no batch to wait for
 	}
-	return &Log{db: db, clock: clock, batch: store.NewBatcher(db, max, false)}
+	return &Log{db: db, clock: cmp.Or[clockpkg.Clock](clock, clockpkg.SystemClock{}), batch: store.NewBatcher(db, max, false)}
 }
 
 // Append writes ev in tx, the transaction that makes the recorded change.
@@ -63,8 +61,7 @@ func (l *Log) DropLegacyIndex(ctx context.Context) (bool, error) {
 // own, concurrently.
 func (l *Log) Record(ev Event) (Event, error) {
 	var out Event
-	err := l.batch.Update(func(tx *store.Tx) error {
-		var err error
+	err := l.batch.Update(func(tx *store.Tx) (err error) {
 		out, err = Append(tx, l.clock.Now(), ev)
 		return err
 	})
@@ -74,8 +71,7 @@ func (l *Log) Record(ev Event) (Event, error) {
 // All returns every event, oldest first.
 func (l *Log) All() ([]Event, error) {
 	var out []Event
-	err := l.db.View(func(tx *store.Tx) error {
-		var err error
+	err := l.db.View(func(tx *store.Tx) (err error) {
 		out, err = List(tx)
 		return err
 	})
@@ -97,10 +93,8 @@ func (l *Log) DeleteMatching(ctx context.Context, f Filter) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		var n int
-		var next string
-		err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
-			var err error
+		n, next := 0, ""
+		err := l.db.UpdateContext(ctx, func(tx *store.Tx) (err error) {
 			n, next, err = DeleteBatch(tx, f, after, DeleteBatchSize)
 			return err
 		})

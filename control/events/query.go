@@ -1,6 +1,7 @@
 package events
 
 import (
+	"slices"
 	"time"
 
 	"deckhand/platform/store"
@@ -107,10 +108,8 @@ func (v *Viewer) filter(tx *store.Tx) ([]store.Filter, error) {
 		if err != nil {
 			return nil, err
 		}
-		for len(ps) > 0 {
-			n := min(len(ps), store.MaxInValues)
-			alts = append(alts, store.Where("project_id", store.In, ps[:n]))
-			ps = ps[n:]
+		for chunk := range slices.Chunk(ps, store.MaxInValues) {
+			alts = append(alts, store.Where("project_id", store.In, chunk))
 		}
 	}
 	if len(alts) == 0 {

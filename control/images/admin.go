@@ -1,6 +1,7 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -8,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/control/catalog"
-
+	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -63,18 +64,16 @@ func (in *CreateInput) Validate() error {
 			return err
 		}
 	}
-	if strings.TrimSpace(in.Alias) != in.Alias {
+	switch {
+	case strings.TrimSpace(in.Alias) != in.Alias:
 		return fault.Invalid("alias", "must not start or end with spaces")
-	}
-	if utf8.RuneCountInString(in.Description) > 4000 || strings.ContainsAny(in.Description, "\x00\x1e\x1f") {
+	case utf8.RuneCountInString(in.Description) > 4000 || strings.ContainsAny(in.Description, "\x00\x1e\x1f"):
 		return fault.Invalid("description", "must be at most 4000 characters without NUL or separator characters")
-	}
-	if in.Architecture == "" || len(in.Architecture) > 32 || strings.IndexFunc(in.Architecture, func(r rune) bool {
+	case in.Architecture == "" || len(in.Architecture) > 32 || strings.ContainsFunc(in.Architecture, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
-	}) >= 0 {
+	}):
 		return fault.Invalid("architecture", "must be 1 to 32 lower-case letters, digits or _ (amd64, arm64, armhf ...)")
-	}
-	if in.Size < 0 {
+	case in.Size < 0:
 		return fault.Invalid("size", "must be an integer at least 0")
 	}
 	if in.Price != "" {
@@ -111,20 +110,14 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Image, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var img Image
-	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "create the image", func(tx *store.Tx) (*Image, error) {
 		r, err := s.insert(tx, &in)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		img = r.public()
-		img.Serial = r.Serial
-		return s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
+		img := &Image{Fields: r.fields(), AddedDate: r.AddedDate, Serial: r.Serial}
+		return img, s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
 	})
-	if err != nil {
-		return nil, fault.Wrap("create the image", err)
-	}
-	return &img, nil
 }
 
 // insert writes a validated new image, its alias and icon.
@@ -139,11 +132,8 @@ func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 	now := s.env.Clock.Now().UTC()
 	r := &imageRec{ID: catalog.NewID(idPrefix), Alias: in.Alias, Description: in.Description, ImageName: in.ImageName,
 		Architecture: in.Architecture, OS: in.OS, Release: in.Release, Variant: in.Variant, Size: in.Size,
-		Price: in.price, Prespawn: in.Prespawn, Tags: in.Tags, Serial: in.Serial,
+		Price: in.price, Prespawn: in.Prespawn, Tags: in.Tags, Serial: cmp.Or(in.Serial, now.Format("20060102_1504")),
 		AddedNanos: now.UnixNano(), AddedDate: now.Format("2006-01-02T15:04:05.000Z"), HasIcon: in.icon != nil}
-	if r.Serial == "" {
-		r.Serial = now.Format("20060102_1504")
-	}
 	if err := tx.Put(bucketAliases, alias, r.ID); err != nil {
 		return nil, err
 	}

@@ -14,20 +14,16 @@ import (
 // platform, with image_name the engine reference the runtime starts. Their
 // alias is that reference too, so a version registers its own pair once.
 func Builtin(version string) []CreateInput {
-	arch := runtime.GOARCH
-	return []CreateInput{{
-		Alias:       "deckhand/base:" + version,
-		ImageName:   "deckhand/base:" + version,
-		Description: "Debian 12 (bookworm) minbase with bash, coreutils, curl, git, python3 and apt; the deckhand agent is PID 1 and commands run as user (uid 1000, home /home/user).",
-		OS:          "debian", Release: "12", Variant: "base", Architecture: arch,
-		Tags: []string{"deckhand", "base", "debian"},
-	}, {
-		Alias:       "deckhand/desktop:" + version,
-		ImageName:   "deckhand/desktop:" + version,
-		Description: "deckhand/base with an X desktop: Xvfb (:99, 1280x800), openbox, xterm, a session D-Bus and the accessibility bus, kept running by the agent.",
-		OS:          "debian", Release: "12", Variant: "desktop", Architecture: arch,
-		Tags: []string{"deckhand", "desktop", "debian"},
-	}}
+	var out []CreateInput
+	for _, v := range []struct{ variant, description string }{
+		{"base", "Debian 12 (bookworm) minbase with bash, coreutils, curl, git, python3 and apt; the deckhand agent is PID 1 and commands run as user (uid 1000, home /home/user)."},
+		{"desktop", "deckhand/base with an X desktop: Xvfb (:99, 1280x800), openbox, xterm, a session D-Bus and the accessibility bus, kept running by the agent."},
+	} {
+		ref := "deckhand/" + v.variant + ":" + version
+		out = append(out, CreateInput{Alias: ref, ImageName: ref, Description: v.description, OS: "debian", Release: "12",
+			Variant: v.variant, Architecture: runtime.GOARCH, Tags: []string{"deckhand", v.variant, "debian"}})
+	}
+	return out
 }
 
 // RegisterBuiltin registers the Builtin images of version whose alias is
@@ -46,12 +42,7 @@ func (s *Service) RegisterBuiltin(ctx context.Context, version string) (int, err
 	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
 		added = added[:0] // the function runs again after a conflict
 		for i := range ins {
-			var id string
-			ok, err := tx.Get(bucketAliases, strings.ToLower(ins[i].Alias), &id)
-			if err != nil {
-				return err
-			}
-			if ok {
+			if tx.GetRaw(bucketAliases, strings.ToLower(ins[i].Alias)) != nil {
 				continue
 			}
 			r, err := s.insert(tx, &ins[i])

@@ -7,8 +7,10 @@ import (
 	"encoding/base64"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/png"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -52,22 +54,15 @@ func DefaultIcon(id string) []byte {
 	bg := color.NRGBA{R: 240, G: 240, B: 240, A: 255}
 	const side, cell, margin = 64, 8, 12
 	img := image.NewNRGBA(image.Rect(0, 0, side, side))
-	for y := 0; y < side; y++ {
-		for x := 0; x < side; x++ {
-			img.SetNRGBA(x, y, bg)
-		}
-	}
-	for row := 0; row < 5; row++ {
-		for col := 0; col < 3; col++ {
+	draw.Draw(img, img.Bounds(), image.NewUniform(bg), image.Point{}, draw.Src)
+	for row := range 5 {
+		for col := range 3 {
 			if sum[3+row*3+col]&1 == 0 {
 				continue
 			}
 			for _, c := range []int{col, 4 - col} {
-				for y := 0; y < cell; y++ {
-					for x := 0; x < cell; x++ {
-						img.SetNRGBA(margin+c*cell+x, margin+row*cell+y, fg)
-					}
-				}
+				cellAt := image.Rect(0, 0, cell, cell).Add(image.Pt(margin+c*cell, margin+row*cell))
+				draw.Draw(img, cellAt, image.NewUniform(fg), image.Point{}, draw.Src)
 			}
 		}
 	}
@@ -81,24 +76,17 @@ func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
 	if _, err := platform.Caller(ctx); err != nil {
 		return nil, err
 	}
-	var out []byte
-	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+	out, err := domain.Transact(ctx, s.env.Store.ViewContext, "read the icon", func(tx *store.Tx) ([]byte, error) {
 		r, err := load(tx, id)
-		if err != nil {
-			return err
+		if err != nil || !r.HasIcon {
+			return nil, err
 		}
-		if r.HasIcon {
-			out = bytes.Clone(tx.GetRaw(bucketIcons, id))
-		}
-		return nil
+		return bytes.Clone(tx.GetRaw(bucketIcons, id)), nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the icon", err)
-	}
-	if out == nil {
+	if out == nil && err == nil {
 		out = DefaultIcon(id)
 	}
-	return out, nil
+	return out, err
 }
 
 // IconFile is the icon as served: a PNG browsers may keep an hour.

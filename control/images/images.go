@@ -91,9 +91,6 @@ type LibraryImage struct {
 	CreatedAt string       `json:"created_at"`
 }
 
-// Pagination is data.pagination of every list.
-type Pagination = catalog.Pagination
-
 // imageRec is the stored image.
 type imageRec struct {
 	ID           string       `json:"id"`

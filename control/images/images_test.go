@@ -262,13 +262,17 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	cat := catalog(t, e)
 	u := catalogtest.User("buyer")
 	// Import: free only, once.
-	if err := e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}); err != nil {
+	imp := func(id string) error {
+		_, err := e.svc.Import(u, images.ImageRef{ID: id})
+		return err
+	}
+	if err := imp(cat["alpine"].ID); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}), fault.CodeBadRequest, "")
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["debian"].ID}), fault.CodeBadRequest, "")
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"}), fault.CodeNotFound, "")
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_XYZ"}), fault.CodeInvalid, "id")
+	wantCode(t, imp(cat["alpine"].ID), fault.CodeBadRequest, "")
+	wantCode(t, imp(cat["debian"].ID), fault.CodeBadRequest, "")
+	wantCode(t, imp("img_aaaaaaaaaaaaaaaaaaaaaaaa"), fault.CodeNotFound, "")
+	wantCode(t, imp("img_XYZ"), fault.CodeInvalid, "id")
 
 	// Purchase: insufficient balance is 400 and leaves nothing behind.
 	catalogtest.Credit(t, e.db, e.wallet, "buyer", 900)

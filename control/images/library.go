@@ -2,10 +2,10 @@ package images
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"deckhand/control/catalog"
-
 	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
@@ -43,33 +43,25 @@ func (s *Service) own(tx *store.Tx, user string, r *imageRec, how string, paid m
 	return tx.Put(bucketOwned, ownedKey(user, r.ID), o)
 }
 
-// Import adds a free image to the caller's library, once.
-func (s *Service) Import(ctx context.Context, ref ImageRef) error {
-	p, err := platform.Caller(ctx)
-	if err != nil {
-		return err
-	}
-	id := ref.ID
-	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := load(tx, id)
-		if err != nil {
-			return err
-		}
-		if r.Price != 0 {
-			return fault.Errorf(fault.CodeBadRequest, "image %s is not free (price %s): purchase it", id, r.Price)
-		}
-		return s.own(tx, p.UserID, r, "import", 0)
-	})
-	return fault.Wrap("import the image", err)
-}
-
 // Imported is the data of an import: an empty object.
 type Imported struct{}
 
-// ImportImage is Import answering the empty data object the interface
-// gives an import.
-func (s *Service) ImportImage(ctx context.Context, ref ImageRef) (Imported, error) {
-	return Imported{}, s.Import(ctx, ref)
+// Import adds a free image to the caller's library, once.
+func (s *Service) Import(ctx context.Context, ref ImageRef) (Imported, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return Imported{}, err
+	}
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "import the image", func(tx *store.Tx) (Imported, error) {
+		r, err := load(tx, ref.ID)
+		if err != nil {
+			return Imported{}, err
+		}
+		if r.Price != 0 {
+			return Imported{}, fault.Errorf(fault.CodeBadRequest, "image %s is not free (price %s): purchase it", ref.ID, r.Price)
+		}
+		return Imported{}, s.own(tx, p.UserID, r, "import", 0)
+	})
 }
 
 // PurchaseResult is what a purchase answers.
@@ -85,31 +77,25 @@ func (s *Service) Purchase(ctx context.Context, ref ImageRef) (*PurchaseResult, 
 	if err != nil {
 		return nil, err
 	}
-	id := ref.ID
-	var res PurchaseResult
-	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := load(tx, id)
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "purchase the image", func(tx *store.Tx) (*PurchaseResult, error) {
+		r, err := load(tx, ref.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if r.Price == 0 {
-			return fault.Errorf(fault.CodeBadRequest, "image %s is free: import it instead", id)
+			return nil, fault.Errorf(fault.CodeBadRequest, "image %s is free: import it instead", ref.ID)
 		}
 		if err := s.own(tx, p.UserID, r, "purchase", r.Price); err != nil {
-			return err
+			return nil, err
 		}
 		left, err := s.env.Payments.Charge(tx, domain.Charge{UserID: p.UserID, Amount: r.Price, Kind: "image_purchase",
 			Reference: r.ID, Description: "Image " + r.Alias})
 		if err != nil {
-			return catalog.ChargeErr(err)
+			return nil, catalog.ChargeErr(err)
 		}
-		res = PurchaseResult{PricePaid: money.Number(r.Price), RemainingBalance: money.Number(left)}
-		return s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
+		res := &PurchaseResult{PricePaid: money.Number(r.Price), RemainingBalance: money.Number(left)}
+		return res, s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
 	})
-	if err != nil {
-		return nil, fault.Wrap("purchase the image", err)
-	}
-	return &res, nil
 }
 
 // RateInput is the rate body.
@@ -162,15 +148,14 @@ func (s *Service) Rate(ctx context.Context, req RateRequest) (*RateResult, error
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var res RateResult
-	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+	return domain.Transact(ctx, s.env.Store.UpdateContext, "rate the image", func(tx *store.Tx) (*RateResult, error) {
 		r, err := load(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var prev int64
 		if ok, err := tx.Get(bucketRatings, ratingKey(id, p.UserID), &prev); err != nil {
-			return err
+			return nil, err
 		} else if ok {
 			r.RatingSum -= prev
 		} else {
@@ -178,15 +163,11 @@ func (s *Service) Rate(ctx context.Context, req RateRequest) (*RateResult, error
 		}
 		r.RatingSum += in.hundredths
 		if err := tx.Put(bucketRatings, ratingKey(id, p.UserID), in.hundredths); err != nil {
-			return err
+			return nil, err
 		}
-		res = RateResult{NewRating: hundredths(in.hundredths), AverageRating: hundredths(r.average()), RatingCount: r.RatingCount}
-		return tx.Put(bucketImages, id, r)
+		res := &RateResult{NewRating: hundredths(in.hundredths), AverageRating: hundredths(r.average()), RatingCount: r.RatingCount}
+		return res, tx.Put(bucketImages, id, r)
 	})
-	if err != nil {
-		return nil, fault.Wrap("rate the image", err)
-	}
-	return &res, nil
 }
 
 // LibraryInput is the library's query (newest first by default).
@@ -197,8 +178,8 @@ type LibraryInput struct {
 
 // UserList is the library's data.
 type UserList struct {
-	Images     []LibraryImage `json:"images"`
-	Pagination Pagination     `json:"pagination"`
+	Images     []LibraryImage    `json:"images"`
+	Pagination domain.Pagination `json:"pagination"`
 }
 
 // Library is the caller's images, newest first unless sort_order is asc.
@@ -210,37 +191,33 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	out := &UserList{Images: []LibraryImage{}}
-	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+	return domain.Transact(ctx, s.env.Store.ViewContext, "list your images", func(tx *store.Tx) (*UserList, error) {
 		pg, err := store.PageOf[ownership](tx, ownedTable, store.Query{Filters: []store.Filter{store.Where("user_id", store.Eq, p.UserID)},
 			Sort: []string{"created_ns"}, Desc: in.SortOrder == "desc", Offset: in.Offset(), Limit: in.Limit})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.Pagination = in.Paginate(pg.Total)
+		out := &UserList{Images: []LibraryImage{}, Pagination: in.Paginate(pg.Total)}
 		// The page's records and ratings: one multi-get each.
 		owns := pg.Items
 		ids, rated := make([]string, len(owns)), make([]string, len(owns))
 		for i, o := range owns {
 			ids[i], rated[i] = o.ImageID, ratingKey(o.ImageID, p.UserID)
 		}
-		if len(ids) == 0 {
-			return nil
-		}
 		recs, err := store.GetMany[imageRec](tx, bucketImages, ids)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ratings, err := store.GetMany[int64](tx, bucketRatings, rated)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, id := range ids {
 			r, o := recs[i], owns[i]
 			if r == nil {
 				// A library entry without its records is never written so:
 				// an internal error rather than a silently short page.
-				return errIndex(id)
+				return nil, fmt.Errorf("library entry without its image records: %s", id)
 			}
 			var mine int64
 			if ratings[i] != nil {
@@ -249,10 +226,6 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 			out.Images = append(out.Images, LibraryImage{Fields: r.fields(), UserRating: hundredths(mine), HasRated: ratings[i] != nil,
 				Acquired: o.Acquired, PricePaid: money.Number(o.PricePaid), CreatedAt: o.CreatedAt})
 		}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("list your images", err)
-	}
-	return out, nil
 }

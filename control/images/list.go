@@ -1,6 +1,7 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/control/catalog"
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -40,9 +42,7 @@ func (in *ListInput) Validate() error {
 		return err
 	}
 	in.SortOrder, in.Page, in.Limit = pg.SortOrder, pg.Page, pg.Limit
-	if in.SortBy == "" {
-		in.SortBy = "added_date"
-	}
+	in.SortBy = cmp.Or(in.SortBy, "added_date")
 	switch {
 	case !slices.Contains(sortKeys, in.SortBy):
 		return fault.Invalid("sort_by", "must be one of alias, added_date, price, rating")
@@ -100,8 +100,8 @@ func (in *ListInput) filters() []store.Filter {
 
 // PublicList is the public list's data.
 type PublicList struct {
-	Images     []Image    `json:"images"`
-	Pagination Pagination `json:"pagination"`
+	Images     []Image           `json:"images"`
+	Pagination domain.Pagination `json:"pagination"`
 }
 
 // List is the public catalog filtered, sorted and paged.
@@ -112,23 +112,18 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	out := &PublicList{Images: []Image{}}
-	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+	return domain.Transact(ctx, s.env.Store.ViewContext, "list images", func(tx *store.Tx) (*PublicList, error) {
 		pg, err := store.PageOf[imageRec](tx, imageTable, store.Query{Filters: in.filters(), Sort: []string{in.SortBy},
 			Desc: in.SortOrder == "desc", Offset: (in.Page - 1) * in.Limit, Limit: in.Limit})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.Pagination = (&catalog.Page{Page: in.Page, Limit: in.Limit}).Paginate(pg.Total)
+		out := &PublicList{Images: []Image{}, Pagination: (&catalog.Page{Page: in.Page, Limit: in.Limit}).Paginate(pg.Total)}
 		for i := range pg.Items {
 			out.Images = append(out.Images, pg.Items[i].public())
 		}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("list images", err)
-	}
-	return out, nil
 }
 
 // Get is one public image with its serial.
@@ -136,19 +131,11 @@ func (s *Service) Get(ctx context.Context, ref ImageRef) (*Image, error) {
 	if _, err := platform.Caller(ctx); err != nil {
 		return nil, err
 	}
-	id := ref.ID
-	var img Image
-	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		r, err := load(tx, id)
+	return domain.Transact(ctx, s.env.Store.ViewContext, "read the image", func(tx *store.Tx) (*Image, error) {
+		r, err := load(tx, ref.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		img = r.public()
-		img.Serial = r.Serial
-		return nil
+		return &Image{Fields: r.fields(), AddedDate: r.AddedDate, Serial: r.Serial}, nil
 	})
-	if err != nil {
-		return nil, fault.Wrap("read the image", err)
-	}
-	return &img, nil
 }

@@ -23,30 +23,24 @@ func (s *Service) resolve(ctx context.Context, id string) (string, error) {
 	if catalog.CheckID("image", idPrefix, id) != nil {
 		return "", fault.Invalid("image_id", "must be an image id: %s followed by 24 lower-case hex digits", idPrefix)
 	}
-	var name string
-	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+	return domain.Transact(ctx, s.env.Store.ViewContext, "resolve the image", func(tx *store.Tx) (string, error) {
 		var r imageRec
 		ok, err := tx.Get(bucketImages, id, &r)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if !ok {
-			return fault.Invalid("image_id", "no image of the catalog has id %s", id)
+			return "", fault.Invalid("image_id", "no image of the catalog has id %s", id)
 		}
 		if r.Price > 0 && !p.IsAdmin() && tx.GetRaw(bucketOwned, ownedKey(p.UserID, id)) == nil {
-			return &fault.Error{Code: fault.CodeForbidden, Field: "image_id", Details: "image_id",
+			return "", &fault.Error{Code: fault.CodeForbidden, Field: "image_id", Details: "image_id",
 				Message: "image_id: image " + id + " is priced and not in your library: purchase it first (POST /api/v1/images/purchase/" + id + ")"}
 		}
 		if r.ImageName == "" {
-			return fault.Invalid("image_id", "image %s has no image_name the engine could run", id)
+			return "", fault.Invalid("image_id", "image %s has no image_name the engine could run", id)
 		}
-		name = r.ImageName
-		return nil
+		return r.ImageName, nil
 	})
-	if err != nil {
-		return "", fault.Wrap("resolve the image", err)
-	}
-	return name, nil
 }
 
 // info is what the warm pool of containers needs of image id, for no
@@ -59,8 +53,7 @@ func (s *Service) info(ctx context.Context, id string) (domain.ImageInfo, bool, 
 	}
 	var r imageRec
 	var ok bool
-	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
+	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) (err error) {
 		ok, err = tx.Get(bucketImages, id, &r)
 		return err
 	})

@@ -31,7 +31,7 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/images/import/{id}", OperationID: "importImage", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.import", 60),
 			Summary:     "Import a free image into the caller's library",
 			Description: "data is an empty object. 400 when the image is not free or already in the caller's library; 404 when unknown.",
-			Message:     "Image imported", Op: platform.Op(s.ImportImage)},
+			Message:     "Image imported", Op: platform.Op(s.Import)},
 		{Method: http.MethodPost, Path: "/api/v1/images/purchase/{id}", OperationID: "purchaseImage", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.purchase", 60),
 			Summary: "Buy an image with the wallet's general balance",
 			Description: "The debit, its wallet transaction (type image_purchase) and the ownership commit together. " +

@@ -61,9 +61,3 @@ func likeLiteral(s string) string {
 
 // sortKeys are the list's sort_by values (each a Sort index's field).
 var sortKeys = []string{"alias", "added_date", "price", "rating"}
-
-// errIndex is a library entry whose image records are missing: never
-// written so, so an internal error rather than a silently short page.
-type errIndex string
-
-func (e errIndex) Error() string { return "library entry without its image records: " + string(e) }

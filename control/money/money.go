@@ -32,37 +32,16 @@ func Parse(s string) (Amount, error) {
 	if whole == "" || (hasDot && (frac == "" || len(frac) > 2)) || !digits(whole) || !digits(frac) {
 		return 0, ErrFormat
 	}
-	if len(whole) > 1 && whole[0] == '0' {
-		whole = strings.TrimLeft(whole, "0")
-		if whole == "" {
-			whole = "0"
-		}
-	}
-	w, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || w > int64(Max/100) {
+	// The digits with the fraction padded to two are the minor units.
+	a, err := strconv.ParseInt(whole+frac+"00"[len(frac):], 10, 64)
+	if err != nil || Amount(a) > Max {
 		return 0, fmt.Errorf("is too large")
 	}
-	var f int64
-	for i := range 2 {
-		f *= 10
-		if i < len(frac) {
-			f += int64(frac[i] - '0')
-		}
-	}
-	a := Amount(w*100 + f)
-	if a > Max {
-		return 0, fmt.Errorf("is too large")
-	}
-	return a, nil
+	return Amount(a), nil
 }
 
 func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // String renders the amount with two decimals ("12.50", "-3.00").

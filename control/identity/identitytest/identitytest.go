@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,15 +121,12 @@ func MailToken(t testing.TB, dir, addr string) string {
 	if err != nil {
 		t.Fatalf("mail dir: %v", err)
 	}
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".eml") {
-			names = append(names, e.Name())
+	// ReadDir sorts by name, and the names sort by time: the newest last.
+	for _, e := range slices.Backward(entries) {
+		if !strings.HasSuffix(e.Name(), ".eml") {
+			continue
 		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, n := range names {
-		raw, _ := os.ReadFile(filepath.Join(dir, n))
+		raw, _ := os.ReadFile(filepath.Join(dir, e.Name()))
 		if strings.Contains(string(raw), "\r\nTo: "+addr+"\r\n") {
 			if m := mailTokenRe.FindStringSubmatch(string(raw)); m != nil {
 				return m[1]
