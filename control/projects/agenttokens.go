@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -106,7 +107,7 @@ func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*
 	}
 	token := AgentTokenPrefix + rand.Text()
 	rec := agentTokenRec{ID: newID(), ContainerID: id, Hash: agentTokenHash(token), CreatedAt: s.now(), CreatedBy: caller.UserID}
-	return transact(ctx, s.db.UpdateContext, "create the agent token", func(tx *store.Tx) (*NewAgentToken, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "create the agent token", func(tx *store.Tx) (*NewAgentToken, error) {
 		c, err := findContainer(tx, id)
 		if err != nil {
 			return nil, err
@@ -192,7 +193,7 @@ func (s *Service) ResolveCredential(ctx context.Context, token string) (*auth.Pr
 		return nil, errBadAgentToken
 	}
 	h := agentTokenHash(token)
-	rec, err := transact(ctx, s.db.ViewContext, "check the agent token", func(tx *store.Tx) (*agentTokenRec, error) {
+	rec, err := domain.Transact(ctx, s.db.ViewContext, "check the agent token", func(tx *store.Tx) (*agentTokenRec, error) {
 		key := tx.GetRaw(bucketAgentHash, h)
 		if key == nil {
 			return nil, errBadAgentToken

@@ -164,7 +164,7 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	pg, err := transact(ctx, s.db.ViewContext, "list containers", func(tx *store.Tx) (store.Page[Container], error) {
+	pg, err := domain.Transact(ctx, s.db.ViewContext, "list containers", func(tx *store.Tx) (store.Page[Container], error) {
 		return store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
 			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
 	})
@@ -189,7 +189,7 @@ func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Containe
 // ProjectStats counts project id's containers, people and configuration.
 func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, error) {
 	id := ref.ID
-	return transact(ctx, s.db.ViewContext, "count the project", func(tx *store.Tx) (*Stats, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "count the project", func(tx *store.Tx) (*Stats, error) {
 		st := &Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
 		if _, err := findProject(tx, id); err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/runtime"
 	"deckhand/platform/auth"
@@ -302,7 +303,7 @@ func (s *Service) setStatus(tx *store.Tx, ctx context.Context, c *Container, sta
 // the record as written, or nil when the record is gone or in another
 // status.
 func (s *Service) move(ctx context.Context, id string, from []string, status, reason string, mutate func(*Container)) (*Container, error) {
-	out, err := transact(ctx, s.db.UpdateContext, "record the container's status", func(tx *store.Tx) (*Container, error) {
+	out, err := domain.Transact(ctx, s.db.UpdateContext, "record the container's status", func(tx *store.Tx) (*Container, error) {
 		c, err := getContainer(tx, id)
 		if err != nil || c == nil || (len(from) > 0 && !slices.Contains(from, c.Status)) {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/runtime"
 	"deckhand/platform/fault"
@@ -502,7 +503,7 @@ func errDeleting(id string) error {
 
 // current is container id, 404 when gone.
 func (s *Service) current(ctx context.Context, id string) (*Container, error) {
-	return transact(ctx, s.db.ViewContext, "read the container", func(tx *store.Tx) (*Container, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "read the container", func(tx *store.Tx) (*Container, error) {
 		return findContainer(tx, id)
 	})
 }
@@ -566,7 +567,7 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 	unlock := s.lc.lock(id)
 	defer unlock()
 	var recreateNow bool
-	out, err := transact(ctx, s.db.UpdateContext, "update the container", func(tx *store.Tx) (*Container, error) {
+	out, err := domain.Transact(ctx, s.db.UpdateContext, "update the container", func(tx *store.Tx) (*Container, error) {
 		c, err := findContainer(tx, id)
 		if err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/netconf"
@@ -309,7 +310,7 @@ type credentials struct {
 // GetNetwork is container id's network configuration (404 when none).
 func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, error) {
 	id := ref.ID
-	return transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*Network, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*Network, error) {
 		r, err := netOf(tx, id)
 		if err != nil {
 			return nil, err
@@ -340,7 +341,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		}
 	}
 	now := s.now()
-	return transact(ctx, s.db.UpdateContext, "store the network configuration", func(tx *store.Tx) (*Network, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "store the network configuration", func(tx *store.Tx) (*Network, error) {
 		if _, err := findContainer(tx, id); err != nil {
 			return nil, err
 		}
@@ -394,7 +395,7 @@ func (s *Service) StopNetwork(ctx context.Context, ref ContainerRef) (*NetworkSt
 // SetNetworkRunning starts (run) or stops the network layer.
 func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*NetworkState, error) {
 	now := s.now()
-	return transact(ctx, s.db.UpdateContext, "change the network state", func(tx *store.Tx) (*NetworkState, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "change the network state", func(tx *store.Tx) (*NetworkState, error) {
 		r, err := get[networkRec](tx, bucketNetwork, id)
 		if err != nil {
 			return nil, err
@@ -474,7 +475,7 @@ func (s *Service) agentPolicy() platform.Policy {
 // proxy credentials opened; 404 when nothing is configured.
 func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Document, error) {
 	var sealed []byte
-	rec, err := transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*networkRec, error) {
+	rec, err := domain.Transact(ctx, s.db.ViewContext, "read the network configuration", func(tx *store.Tx) (*networkRec, error) {
 		sealed = append([]byte(nil), tx.GetRaw(bucketNetCreds, id)...)
 		return netOf(tx, id)
 	})

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -81,7 +82,7 @@ type RoleChange struct {
 // ListPermissions lists project id's permissions.
 func (s *Service) ListPermissions(ctx context.Context, ref ProjectRef) ([]Permission, error) {
 	id := ref.ID
-	out, err := transact(ctx, s.db.ViewContext, "list permissions", func(tx *store.Tx) ([]Permission, error) {
+	out, err := domain.Transact(ctx, s.db.ViewContext, "list permissions", func(tx *store.Tx) ([]Permission, error) {
 		perms, err := under[Permission](tx, bucketPerms, id+"/")
 		return nonNil(perms), err
 	})
@@ -116,7 +117,7 @@ func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, err
 	}
 	now := s.now()
 	perm := &Permission{ID: newID(), ProjectID: id, UserID: in.UserID, Role: in.Role, CreatedAt: now, UpdatedAt: now}
-	return transact(ctx, s.db.UpdateContext, "grant the permission", func(tx *store.Tx) (*Permission, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "grant the permission", func(tx *store.Tx) (*Permission, error) {
 		p, err := findProject(tx, id)
 		if err != nil {
 			return nil, err
@@ -157,7 +158,7 @@ func (s *Service) SetRole(ctx context.Context, req RoleChange) (*Permission, err
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	return transact(ctx, s.db.UpdateContext, "update the permission", func(tx *store.Tx) (*Permission, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "update the permission", func(tx *store.Tx) (*Permission, error) {
 		p, err := getPermission(tx, id, permID)
 		if err != nil || p.Role == in.Role {
 			return p, err

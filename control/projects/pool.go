@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"deckhand/control/catalog"
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/runtime"
 	"deckhand/platform"
@@ -173,7 +174,7 @@ func (s *Service) GetPool(ctx context.Context, ref PoolRef) (*Pool, error) {
 }
 
 func (s *Service) poolOf(ctx context.Context, image string) (*Pool, error) {
-	return transact(ctx, s.db.ViewContext, "read the pool", func(tx *store.Tx) (*Pool, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "read the pool", func(tx *store.Tx) (*Pool, error) {
 		var rec poolSizeRec
 		if _, err := tx.Get(bucketPoolSizes, image, &rec); err != nil {
 			return nil, err

@@ -157,7 +157,7 @@ func roleName(lv level) string {
 func (s *Service) createProject(ctx context.Context, ownerID, name, desc string) (*Project, error) {
 	now := s.now()
 	p := &Project{ID: newID(), Name: name, Description: desc, OwnerID: ownerID, CreatedAt: now, UpdatedAt: now}
-	return transact(ctx, s.db.UpdateContext, "create the project", func(tx *store.Tx) (*Project, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "create the project", func(tx *store.Tx) (*Project, error) {
 		if err := tx.Put(bucketProjects, p.ID, p); err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	return transact(ctx, s.db.ViewContext, "list projects", func(tx *store.Tx) (*ProjectList, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "list projects", func(tx *store.Tx) (*ProjectList, error) {
 		// The projects the caller is a member of: those whose permission
 		// record exists (its level is their role).
 		var ids, permKeys []string
@@ -276,7 +276,7 @@ func (s *Service) GetProject(ctx context.Context, ref ProjectRef) (*ProjectView,
 	if err != nil {
 		return nil, err
 	}
-	return transact(ctx, s.db.ViewContext, "read the project", func(tx *store.Tx) (*ProjectView, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "read the project", func(tx *store.Tx) (*ProjectView, error) {
 		p, lv, err := projectAt(tx, id, c.UserID, roleViewer)
 		if err != nil {
 			return nil, err
@@ -318,7 +318,7 @@ func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch,
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	return transact(ctx, s.db.UpdateContext, "update the project", func(tx *store.Tx) (*ProjectView, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "update the project", func(tx *store.Tx) (*ProjectView, error) {
 		p, lv, err := projectAt(tx, id, c.UserID, roleManager)
 		if err != nil {
 			return nil, err

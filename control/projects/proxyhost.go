@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
@@ -14,7 +15,7 @@ import (
 // hyphens, so each split is tried; only a container of that project whose
 // server is server matches. Unknown and deleted containers are NotFound.
 func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*Container, error) {
-	found, err := transact(ctx, s.db.ViewContext, "find the container", func(tx *store.Tx) ([]*Container, error) {
+	found, err := domain.Transact(ctx, s.db.ViewContext, "find the container", func(tx *store.Tx) ([]*Container, error) {
 		var found []*Container
 		for i := strings.IndexByte(prefix, '-'); i > 0 && i < len(prefix)-1; {
 			c, err := getContainer(tx, prefix[i+1:])

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
@@ -114,7 +115,7 @@ type mutation func(cur *proxyperm.Document, project, container string) (*proxype
 // one transaction: two writers with the same version cannot both pass.
 func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int64, m mutation) (*proxyperm.Document, error) {
 	key := sc.key(id)
-	return transact(ctx, s.db.UpdateContext, "write the proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "write the proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		project, container, err := sc.owner(tx, id)
 		if err != nil {
 			return nil, err
@@ -200,7 +201,7 @@ func (s *Service) GetDocument(ctx context.Context, sc docScope, id string) (*pro
 
 // document is the stored document of path id with its secrets.
 func (s *Service) document(ctx context.Context, sc docScope, id string) (*proxyperm.Document, error) {
-	return transact(ctx, s.db.ViewContext, "read the proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "read the proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		d, err := s.readDoc(tx, sc.key(id))
 		if err == nil && d == nil {
 			err = errNoDocument

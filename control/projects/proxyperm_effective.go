@@ -3,6 +3,7 @@ package projects
 import (
 	"context"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
@@ -31,7 +32,7 @@ func effectiveETag(d *proxyperm.Document) string {
 // GetEffective is the document governing container id: its own, else its
 // project's; 404 when neither exists (then only loopback passes).
 func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Document, error) {
-	return transact(ctx, s.db.ViewContext, "read the effective proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "read the effective proxy permissions document", func(tx *store.Tx) (*proxyperm.Document, error) {
 		d, err := s.readDoc(tx, containerDocKey(id))
 		if err != nil || d != nil {
 			return d, err

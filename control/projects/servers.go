@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/runtime"
 	"deckhand/platform"
@@ -248,7 +249,7 @@ func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Contain
 	if err := fl.MoveWorkspace(ctx, ws, c.ProjectID, c.ImageName, from, to); err != nil {
 		return nil, moveErr(err, c.ImageName)
 	}
-	out, err := transact(ctx, s.db.UpdateContext, "record the move", func(tx *store.Tx) (*Container, error) {
+	out, err := domain.Transact(ctx, s.db.UpdateContext, "record the move", func(tx *store.Tx) (*Container, error) {
 		cur, err := findContainer(tx, c.ID)
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/runtime"
 	"deckhand/platform"
@@ -194,7 +195,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snaps
 
 // ListSnapshots is a container's snapshots, oldest first.
 func (s *Service) ListSnapshots(ctx context.Context, in ContainerRef) (*SnapshotList, error) {
-	return transact(ctx, s.db.ViewContext, "list the snapshots", func(tx *store.Tx) (*SnapshotList, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "list the snapshots", func(tx *store.Tx) (*SnapshotList, error) {
 		if _, err := findContainer(tx, in.ID); err != nil {
 			return nil, err
 		}
@@ -219,7 +220,7 @@ func snapshotOf(tx *store.Tx, id, sid string) (*Snapshot, error) {
 
 // RenameSnapshot changes a snapshot's name.
 func (s *Service) RenameSnapshot(ctx context.Context, in SnapshotRename) (*Snapshot, error) {
-	return transact(ctx, s.db.UpdateContext, "rename the snapshot", func(tx *store.Tx) (*Snapshot, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "rename the snapshot", func(tx *store.Tx) (*Snapshot, error) {
 		sn, err := snapshotOf(tx, in.ID, in.SnapshotID)
 		if err != nil || sn.Name == in.Body.Name {
 			return sn, err
@@ -335,7 +336,7 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 		return nil, &fault.Error{Code: fault.CodeConflict, Details: "status",
 			Message: fmt.Sprintf("container %s is %s: wait until it is running, stopped or failed", id, c.Status)}
 	}
-	sn, err := transact(ctx, s.db.ViewContext, "read the snapshot", func(tx *store.Tx) (*Snapshot, error) {
+	sn, err := domain.Transact(ctx, s.db.ViewContext, "read the snapshot", func(tx *store.Tx) (*Snapshot, error) {
 		return snapshotOf(tx, id, in.SnapshotID)
 	})
 	if err != nil {
@@ -357,7 +358,7 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 			return nil, engineErr("restore the snapshot's workspace", err)
 		}
 	}
-	out, err := transact(ctx, s.db.UpdateContext, "record the restore", func(tx *store.Tx) (*Container, error) {
+	out, err := domain.Transact(ctx, s.db.UpdateContext, "record the restore", func(tx *store.Tx) (*Container, error) {
 		cur, err := getContainer(tx, id)
 		if err != nil || cur == nil {
 			return nil, err

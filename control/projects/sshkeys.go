@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/fault"
@@ -126,7 +127,7 @@ func (s *Service) AddSSHKey(ctx context.Context, req SSHKeyCreate) (*SSHKey, err
 		return nil, err
 	}
 	rec := sshKeyRec{ID: newID(), ContainerID: id, Name: in.Name, PublicKey: line, Fingerprint: fp, CreatedAt: s.now(), CreatedBy: caller.UserID}
-	return transact(ctx, s.db.UpdateContext, "add the SSH key", func(tx *store.Tx) (*SSHKey, error) {
+	return domain.Transact(ctx, s.db.UpdateContext, "add the SSH key", func(tx *store.Tx) (*SSHKey, error) {
 		c, err := findContainer(tx, id)
 		if err != nil {
 			return nil, err
@@ -154,7 +155,7 @@ func (s *Service) AddSSHKey(ctx context.Context, req SSHKeyCreate) (*SSHKey, err
 
 // ListSSHKeys lists container id's keys, oldest first.
 func (s *Service) ListSSHKeys(ctx context.Context, ref ContainerRef) (*SSHKeyList, error) {
-	return transact(ctx, s.db.ViewContext, "list the SSH keys", func(tx *store.Tx) (*SSHKeyList, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "list the SSH keys", func(tx *store.Tx) (*SSHKeyList, error) {
 		keys, err := containerSSHKeys(tx, ref.ID)
 		return &SSHKeyList{Keys: nonNil(keys)}, err
 	})

@@ -1,7 +1,6 @@
 package projects
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 
@@ -99,21 +98,4 @@ func findContainer(tx *store.Tx, id string) (*Container, error) {
 // limit (0: every one).
 func projectContainers(tx *store.Tx, id string, limit int) ([]Container, error) {
 	return where[Container](tx, containerTable, "project_id", id, limit)
-}
-
-// transact runs fn in a transaction of run (DB.ViewContext or
-// DB.UpdateContext) and answers what fn answers; a failure is op's
-// (fault.Wrap).
-func transact[T any](ctx context.Context, run func(context.Context, func(*store.Tx) error) error, op string,
-	fn func(tx *store.Tx) (T, error)) (T, error) {
-	var out T
-	err := run(ctx, func(tx *store.Tx) (err error) {
-		out, err = fn(tx)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, fault.Wrap(op, err)
-	}
-	return out, nil
 }

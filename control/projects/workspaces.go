@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -103,7 +104,7 @@ type WorkspaceList struct {
 
 // ListWorkspaces is a project's kept workspaces, oldest first.
 func (s *Service) ListWorkspaces(ctx context.Context, in ProjectRef) (*WorkspaceList, error) {
-	return transact(ctx, s.db.ViewContext, "list the workspaces", func(tx *store.Tx) (*WorkspaceList, error) {
+	return domain.Transact(ctx, s.db.ViewContext, "list the workspaces", func(tx *store.Tx) (*WorkspaceList, error) {
 		list, err := projectWorkspaces(tx, in.ID, 0)
 		return &WorkspaceList{Workspaces: nonNil(list)}, err
 	})
