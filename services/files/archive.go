@@ -242,7 +242,7 @@ func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
 			}
 			out.Dirs++
 		case tar.TypeReg:
-			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: "0" + strings.TrimLeft(octal(mode), "0")})
+			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: octal(mode)})
 			if errors.Is(err, errTooLarge) {
 				return nil, s.tooLarge()
 			}

@@ -120,7 +120,7 @@ func osErr(ctx context.Context, name string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		return err
 	}
-	if errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
+	if errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
 		return err // x/net answers 405 to MKCOL on an existing collection
 	}
 	note(ctx, fsError(name, err))
@@ -269,7 +269,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		return d.s.root.RemoveAll(r)
 	})
 	if err == nil {
-		d.s.dropProps(r)
+		d.s.rekeyProps(r, "")
 	}
 	return osErr(ctx, name, err)
 }
@@ -285,7 +285,7 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	}
 	err = d.s.id.run(func() error { return d.s.root.Rename(from, to) })
 	if err == nil {
-		d.s.moveProps(from, to)
+		d.s.rekeyProps(from, to)
 	}
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		// x/net answers any failed rename 403.
@@ -441,15 +441,6 @@ func (f *davFile) Close() error {
 	return err
 }
 
-// ETag makes x/net use the REST API's validator.
-func (f *davFile) ETag(ctx context.Context) (string, error) {
-	fi, err := f.File.Stat()
-	if err != nil {
-		return "", err
-	}
-	return etagOf(fi), nil
-}
-
 type storedProp struct {
 	Space, Local, Lang string
 	XML                string
@@ -477,7 +468,7 @@ func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 func (d *davFS) deadProps(r string) (map[xml.Name]webdav.Property, error) {
 	var list []storedProp
 	if db := d.s.deps.Store; db != nil {
-		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, propKey(r), &list); return err }); err != nil {
+		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, apiPath(r), &list); return err }); err != nil {
 			return nil, err
 		}
 	}
@@ -497,7 +488,7 @@ func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, 
 	pstat := webdav.Propstat{Status: http.StatusOK}
 	err := db.Update(func(tx *store.Tx) error {
 		var list []storedProp
-		if _, err := tx.Get(propBucket, propKey(r), &list); err != nil {
+		if _, err := tx.Get(propBucket, apiPath(r), &list); err != nil {
 			return err
 		}
 		m := map[xml.Name]storedProp{}
@@ -519,31 +510,21 @@ func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, 
 			list = append(list, p)
 		}
 		if len(list) == 0 {
-			return tx.Delete(propBucket, propKey(r))
+			return tx.Delete(propBucket, apiPath(r))
 		}
-		return tx.Put(propBucket, propKey(r), list)
+		return tx.Put(propBucket, apiPath(r), list)
 	})
 	return []webdav.Propstat{pstat}, err
 }
 
-func propKey(r string) string { return apiPath(r) }
-
-// dropProps forgets the properties of r and everything under it.
-func (s *Service) dropProps(r string) {
-	s.rekeyProps(r, "")
-}
-
-// moveProps carries properties from one path (and its subtree) to another.
-func (s *Service) moveProps(from, to string) {
-	s.rekeyProps(from, to)
-}
-
+// rekeyProps carries the properties of from and everything under it to
+// to, or forgets them when to is empty.
 func (s *Service) rekeyProps(from, to string) {
 	db := s.deps.Store
 	if db == nil {
 		return
 	}
-	fk := propKey(from)
+	fk := apiPath(from)
 	_ = db.Update(func(tx *store.Tx) error {
 		type kv struct {
 			k string
@@ -564,7 +545,7 @@ func (s *Service) rekeyProps(from, to string) {
 				return err
 			}
 			if to != "" {
-				if err := tx.PutRaw(propBucket, propKey(to)+e.k[len(fk):], e.v); err != nil {
+				if err := tx.PutRaw(propBucket, apiPath(to)+e.k[len(fk):], e.v); err != nil {
 					return err
 				}
 			}

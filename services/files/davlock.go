@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"html"
 	"io/fs"
@@ -250,7 +251,7 @@ func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeou
 		}
 		return err
 	})
-	if err != nil && !isExist(err) {
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		_ = s.dav.locks.Unlock(time.Now(), token)
 		return DavAnswer{}, fsError(name, err)
 	}
@@ -269,8 +270,6 @@ func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeou
 	return DavAnswer{Status: status, LockToken: "<" + token + ">", Timeout: timeoutHeader(timeout),
 		Type: "application/xml; charset=utf-8", Length: int64(len(answer)), Body: strings.NewReader(answer)}, nil
 }
-
-func isExist(err error) bool { return err != nil && errorsIs(err, fs.ErrExist) }
 
 // locked reports whether a live lock covers name.
 func (ls *davLocks) locked(name string) bool {

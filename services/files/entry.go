@@ -3,7 +3,6 @@ package files
 import (
 	"io/fs"
 	"os/user"
-	"path"
 	"strconv"
 	"sync"
 	"syscall"
@@ -130,11 +129,4 @@ func (s *Service) entryOf(r string, fi fs.FileInfo) Entry {
 		e.ETag = etagOf(fi)
 	}
 	return e
-}
-
-func join(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return path.Join(dir, name)
 }

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -85,8 +86,8 @@ func (r *ChownRequest) Validate() error {
 	return nil
 }
 
-// Mkdir creates a directory.
-func (s *Service) Mkdir(in MkdirRequest) (Entry, error) {
+// MakeDir creates a directory.
+func (s *Service) MakeDir(_ context.Context, in MkdirRequest) (Entry, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Entry{}, err
@@ -107,8 +108,22 @@ func (s *Service) Mkdir(in MkdirRequest) (Entry, error) {
 	return s.Stat(apiPath(r))
 }
 
-// Move renames From to To (atomic within one file system).
-func (s *Service) Move(in MoveRequest) (Entry, error) {
+// MoveEntry renames From to To (atomic within one file system).
+func (s *Service) MoveEntry(_ context.Context, in MoveRequest) (Entry, error) {
+	return s.transfer(in, false, s.root.Rename)
+}
+
+// CopyEntry copies From to To: files with their mode, directories
+// recursively, symbolic links as links (never followed).
+func (s *Service) CopyEntry(_ context.Context, in MoveRequest) (Entry, error) {
+	return s.transfer(in, true, s.copyTree)
+}
+
+// transfer moves or copies (do) From to To once the source exists and
+// the destination may be written: an existing one answers 409 unless
+// overwrite, and with replace it is removed first (rename replaces it
+// itself). Parents of To are created.
+func (s *Service) transfer(in MoveRequest, replace bool, do func(from, to string) error) (Entry, error) {
 	from, to, err := s.pair(in.From, in.To)
 	if err != nil {
 		return Entry{}, err
@@ -117,13 +132,20 @@ func (s *Service) Move(in MoveRequest) (Entry, error) {
 		if _, err := s.root.Lstat(from); err != nil {
 			return fsError(in.From, err)
 		}
-		if _, err := s.root.Lstat(to); err == nil && !in.Overwrite {
-			return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+		if _, err := s.root.Lstat(to); err == nil {
+			if !in.Overwrite {
+				return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+			}
+			if replace {
+				if err := s.root.RemoveAll(to); err != nil {
+					return fsError(in.To, err)
+				}
+			}
 		}
 		if err := s.mkParents(to); err != nil {
 			return fsError(in.To, err)
 		}
-		return fsError(in.To, s.root.Rename(from, to))
+		return fsError(in.To, do(from, to))
 	})
 	if err != nil {
 		return Entry{}, err
@@ -156,36 +178,6 @@ func (s *Service) mkParents(r string) error {
 	return nil
 }
 
-// Copy copies From to To: files with their mode, directories recursively,
-// symbolic links as links (never followed).
-func (s *Service) Copy(in MoveRequest) (Entry, error) {
-	from, to, err := s.pair(in.From, in.To)
-	if err != nil {
-		return Entry{}, err
-	}
-	err = s.id.run(func() error {
-		if _, err := s.root.Lstat(from); err != nil {
-			return fsError(in.From, err)
-		}
-		if _, err := s.root.Lstat(to); err == nil {
-			if !in.Overwrite {
-				return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
-			}
-			if err := s.root.RemoveAll(to); err != nil {
-				return fsError(in.To, err)
-			}
-		}
-		if err := s.mkParents(to); err != nil {
-			return fsError(in.To, err)
-		}
-		return fsError(in.To, s.copyTree(from, to))
-	})
-	if err != nil {
-		return Entry{}, err
-	}
-	return s.Stat(apiPath(to))
-}
-
 func (s *Service) copyTree(from, to string) error {
 	fi, err := s.root.Lstat(from)
 	if err != nil {
@@ -207,7 +199,7 @@ func (s *Service) copyTree(from, to string) error {
 			return err
 		}
 		for _, n := range names {
-			if err := s.copyTree(join(from, n), join(to, n)); err != nil {
+			if err := s.copyTree(path.Join(from, n), path.Join(to, n)); err != nil {
 				return err
 			}
 		}
@@ -237,9 +229,10 @@ func (s *Service) copyTree(from, to string) error {
 	return nil // sockets, fifos, devices are not copied
 }
 
-// Delete removes a file, a link, an empty directory, or with recursive a
+// Remove deletes a file, a link, an empty directory, or with recursive a
 // whole tree.
-func (s *Service) Delete(p string, recursive bool) error {
+func (s *Service) Remove(_ context.Context, in DeleteQuery) error {
+	p, recursive := in.Path, in.Recursive
 	r, err := rel("path", p)
 	if err != nil {
 		return err
@@ -254,7 +247,7 @@ func (s *Service) Delete(p string, recursive bool) error {
 		}
 		if fi.IsDir() && !recursive {
 			err = s.root.Remove(r)
-			if isNotEmpty(err) || errors.Is(err, fs.ErrExist) {
+			if errors.Is(err, fs.ErrExist) { // ENOTEMPTY too
 				return fault.Errorf(fault.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
 			}
 			return fsError(p, err)
@@ -266,8 +259,8 @@ func (s *Service) Delete(p string, recursive bool) error {
 	})
 }
 
-// Chmod changes permission bits.
-func (s *Service) Chmod(in ChmodRequest) (Entry, error) {
+// ChangeMode changes permission bits.
+func (s *Service) ChangeMode(_ context.Context, in ChmodRequest) (Entry, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Entry{}, err
@@ -287,8 +280,9 @@ func (s *Service) Chmod(in ChmodRequest) (Entry, error) {
 	return s.Stat(in.Path)
 }
 
-// Chown changes owner and group; links themselves are changed (lchown).
-func (s *Service) Chown(in ChownRequest) (Entry, error) {
+// ChangeOwner changes owner and group; links themselves are changed
+// (lchown).
+func (s *Service) ChangeOwner(_ context.Context, in ChownRequest) (Entry, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Entry{}, err
@@ -353,7 +347,7 @@ func (s *Service) each(r string, recursive bool, fn func(string, fs.FileInfo) er
 		return err
 	}
 	for _, n := range names {
-		if err := s.each(join(r, n), true, fn); err != nil {
+		if err := s.each(path.Join(r, n), true, fn); err != nil {
 			return err
 		}
 	}

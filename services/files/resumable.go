@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -55,10 +54,8 @@ func (r *UploadRequest) Validate() error {
 	if r.Size < 0 {
 		return fault.Invalid("size", "must be 0 or more")
 	}
-	if r.SHA256 != "" {
-		if b, err := hex.DecodeString(r.SHA256); err != nil || len(b) != sha256.Size {
-			return fault.Invalid("sha256", "must be 64 hexadecimal digits")
-		}
+	if err := checkSHA256(r.SHA256); err != nil {
+		return err
 	}
 	_, err := parseMode("mode", r.Mode, 0)
 	return err
@@ -105,43 +102,18 @@ func (s *Service) startUpload(in UploadRequest) (*storedUpload, error) {
 	if s.deps.Store == nil {
 		return nil, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
 	}
-	r, err := rel("path", in.Path)
+	r, err := fileRel(in.Path)
 	if err != nil {
 		return nil, err
 	}
-	if r == "." {
-		return nil, fault.Invalid("path", "must name a file, not the root")
-	}
 	overwrite := in.Overwrite == nil || *in.Overwrite
-	wi := WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}
-	var tmp string
-	err = s.id.run(func() error {
-		// As a plain PUT: a link is written through, never replaced, and
-		// one leading out is refused now rather than at the last byte.
-		t, err := s.resolveLinks(in.Path, r)
-		if err != nil {
-			return err
-		}
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(t); err == nil {
-			cur = fi
-		} else if s.escapeCause(t) {
-			return outsideRoot(in.Path)
-		}
-		tmp = tempName(t)
-		if err := precondition(wi, cur); err != nil {
-			return err
-		}
-		if err := s.mkParents(t); err != nil {
-			return err
-		}
-		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	})
+	// As a plain PUT: a link is written through, never replaced, and one
+	// leading out is refused now rather than at the last byte.
+	_, tmp, f, err := s.prepare(in.Path, WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}, r)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
 		return nil, fsError(in.Path, err)
 	}
 	var b [12]byte
@@ -247,10 +219,7 @@ func offsetHeader(n int64) map[string]string {
 // finishUpload checks the hash and renames the temporary into place.
 func (s *Service) finishUpload(u *storedUpload) error {
 	r, _ := rel("path", u.Path)
-	discard := func() {
-		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
-		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
-	}
+	discard := func() { _ = s.dropUpload(*u) }
 	if u.SHA256 != "" {
 		f, err := s.root.Open(u.TempName)
 		if err != nil {
@@ -288,11 +257,16 @@ func (s *Service) AbandonUpload(_ context.Context, in UploadRef) error {
 	if err != nil {
 		return err
 	}
-	_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
-	if err := s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) }); err != nil {
+	if err := s.dropUpload(u); err != nil {
 		return fault.Internal("forget the upload", err)
 	}
 	return nil
+}
+
+// dropUpload removes u's partial file and forgets the upload.
+func (s *Service) dropUpload(u storedUpload) error {
+	_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
+	return s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
 }
 
 // uploadTable is the resumable uploads by id, with the time each was
@@ -316,7 +290,6 @@ func (s *Service) sweepUploads(age time.Duration) {
 		return err
 	})
 	for _, u := range stale {
-		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
-		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
+		_ = s.dropUpload(u)
 	}
 }

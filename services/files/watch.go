@@ -123,7 +123,7 @@ func (w *watcher) add(r string, recursive bool) error {
 	}
 	for _, e := range ents {
 		if e.Type()&fs.ModeType == fs.ModeDir {
-			if err := w.add(join(r, e.Name()), true); err != nil && !isSkippable(err) {
+			if err := w.add(path.Join(r, e.Name()), true); err != nil && !isSkippable(err) {
 				return err
 			}
 		}
