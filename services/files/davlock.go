@@ -79,11 +79,7 @@ func newDAVLocks(clock clockpkg.Clock) *davLocks {
 }
 
 func cleanName(n string) string {
-	if n == "" {
-		return "/"
-	}
-	n = "/" + strings.Trim(n, "/")
-	return n
+	return "/" + strings.Trim(n, "/")
 }
 
 // covers reports whether l applies to name.

@@ -83,12 +83,6 @@ func (c *sumCache) put(path string, s fileSums) {
 	}
 }
 
-func (c *sumCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
 // digests answers the SHA-1 and MD5 of the open regular file f at p (an
 // API path), from the cache while its ETag holds, else read once for both
 // (through ReadAt: f's offset stays). A file written while it is read is

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"fmt"
 	"io/fs"
 	"os/user"
 	"strconv"
@@ -26,22 +27,20 @@ type Entry struct {
 	ETag     string    `json:"etag,omitempty" doc:"for regular files: the value If-Match and If-None-Match compare"`
 }
 
+// specialBits are the mode bits octal notation writes as 4000, 2000, 1000.
+var specialBits = []struct {
+	mode fs.FileMode
+	bit  uint64
+}{{fs.ModeSetuid, 0o4000}, {fs.ModeSetgid, 0o2000}, {fs.ModeSticky, 0o1000}}
+
 func octal(m fs.FileMode) string {
-	v := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		v |= 0o4000
+	v := uint64(m.Perm())
+	for _, b := range specialBits {
+		if m&b.mode != 0 {
+			v |= b.bit
+		}
 	}
-	if m&fs.ModeSetgid != 0 {
-		v |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		v |= 0o1000
-	}
-	o := strconv.FormatUint(uint64(v), 8)
-	for len(o) < 4 {
-		o = "0" + o
-	}
-	return o
+	return fmt.Sprintf("%04o", v)
 }
 
 func kind(m fs.FileMode) string {

@@ -51,14 +51,10 @@ func parseMode(field, v string, def fs.FileMode) (fs.FileMode, error) {
 		return 0, fault.Invalid(field, "must be octal permission bits from 0 to 7777")
 	}
 	m := fs.FileMode(n & 0o777)
-	if n&0o4000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if n&0o2000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if n&0o1000 != 0 {
-		m |= fs.ModeSticky
+	for _, b := range specialBits {
+		if n&b.bit != 0 {
+			m |= b.mode
+		}
 	}
 	return m, nil
 }

@@ -59,10 +59,7 @@ func (w *watcher) relOf(p string) (string, bool) {
 	if p == base {
 		return ".", true
 	}
-	if !strings.HasPrefix(p, base+"/") {
-		return "", false
-	}
-	return p[len(base)+1:], true
+	return strings.CutPrefix(p, base+"/")
 }
 
 // start creates the inotify instance on first use.
