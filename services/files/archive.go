@@ -97,7 +97,7 @@ func (s *Service) writeTarGz(w io.Writer, r string) error {
 		if !fi.Mode().IsRegular() {
 			return tw.WriteHeader(h)
 		}
-		f, err := s.openRegular(full)
+		f, _, err := s.openRegular(full)
 		if err != nil {
 			return nil // unreadable: skipped
 		}
@@ -141,7 +141,7 @@ func (s *Service) writeZip(w io.Writer, r string) error {
 		case !fi.Mode().IsRegular():
 			return nil
 		}
-		f, err := s.openRegular(full)
+		f, _, err := s.openRegular(full)
 		if err != nil {
 			return nil
 		}

@@ -10,9 +10,11 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -505,10 +507,7 @@ func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, 
 				}
 			}
 		}
-		list = list[:0]
-		for _, p := range m {
-			list = append(list, p)
-		}
+		list = slices.Collect(maps.Values(m))
 		if len(list) == 0 {
 			return tx.Delete(propBucket, apiPath(r))
 		}
@@ -601,22 +600,18 @@ func validPrefix(p string) bool {
 	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || len(p) > 200 {
 		return false
 	}
-	for _, r := range p {
-		if !(r == '/' || r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
+	odd := func(r rune) bool {
+		return !(r == '/' || r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	}
-	return !strings.Contains(p, "..")
+	return !strings.ContainsFunc(p, odd) && !strings.Contains(p, "..")
 }
 
 // davPreconditions checks If-Match, If-None-Match and the entity tags in
 // an If header (RFC 4918 10.4) against the resource's current ETag.
 func (s *Service) davPreconditions(req *http.Request, name string) error {
 	var etag string
-	if fi, err := s.Stat(name); err == nil && fi.ETag != "" {
-		etag = fi.ETag
-	} else if err == nil {
-		etag = "dir"
+	if fi, err := s.Stat(name); err == nil {
+		etag = cmp.Or(fi.ETag, "dir")
 	}
 	if im := req.Header.Get("If-Match"); im != "" && (etag == "" || !etagMatch(im, etag)) {
 		return fault.Errorf(fault.CodePreconditionFailed, "%s changed since the ETag in If-Match was read", name).WithDetails("If-Match")
@@ -641,39 +636,28 @@ func (s *Service) davPreconditions(req *http.Request, name string) error {
 func ifHeaderMayPass(h, etag string) bool {
 	anyList := false
 	for {
-		i := strings.IndexByte(h, '(')
-		if i < 0 {
+		_, rest, open := strings.Cut(h, "(")
+		list, rest, closed := strings.Cut(rest, ")")
+		if !open || !closed {
 			break
 		}
-		j := strings.IndexByte(h[i:], ')')
-		if j < 0 {
-			break
-		}
-		list := h[i+1 : i+j]
-		h = h[i+j+1:]
+		h = rest
 		anyList = true
 		ok := true
 		for list != "" {
+			var not, found bool
+			list, not = strings.CutPrefix(strings.TrimSpace(list), "Not")
 			list = strings.TrimSpace(list)
-			not := false
-			if strings.HasPrefix(list, "Not") {
-				not = true
-				list = strings.TrimSpace(list[3:])
-			}
 			switch {
 			case strings.HasPrefix(list, "<"):
-				k := strings.IndexByte(list, '>')
-				if k < 0 {
+				if _, list, found = strings.Cut(list, ">"); !found {
 					return false
 				}
-				list = list[k+1:]
 			case strings.HasPrefix(list, "["):
-				k := strings.IndexByte(list, ']')
-				if k < 0 {
+				var tag string
+				if tag, list, found = strings.Cut(list[1:], "]"); !found {
 					return false
 				}
-				tag := list[1:k]
-				list = list[k+1:]
 				match := etag != "" && (tag == etag || strings.TrimPrefix(tag, "W/") == etag)
 				if match == not {
 					ok = false

@@ -226,7 +226,7 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 		st.checksums = method == "PROPFIND" && asksChecksums(raw)
 		if method == "LOCK" {
 			if li, shared := sharedLockRequest(raw); shared {
-				return s.lockShared(name, u.Path, in.Depth, li, lockLife)
+				return s.lockShared(name, r, u.Path, in.Depth, li, lockLife)
 			}
 			// x/net writes the Timeout it read into the answer: hand it
 			// the capped one.

@@ -216,12 +216,9 @@ func sharedLockRequest(raw []byte) (lockInfo, bool) {
 	return li, li.Scope.Shared != nil
 }
 
-// lockShared answers a LOCK request for a shared lock.
-func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeout time.Duration) (DavAnswer, error) {
-	r, err := rel("path", name)
-	if err != nil {
-		return DavAnswer{}, err
-	}
+// lockShared answers a LOCK request for a shared lock on name (r within
+// the root).
+func (s *Service) lockShared(name, r, href, depthHeader string, li lockInfo, timeout time.Duration) (DavAnswer, error) {
 	d := webdav.LockDetails{Root: name, Duration: timeout, OwnerXML: li.Owner.Inner}
 	switch depthHeader {
 	case "", "infinity":

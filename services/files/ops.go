@@ -201,7 +201,7 @@ func (s *Service) copyTree(from, to string) error {
 		}
 		return s.root.Chmod(to, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 	case fi.Mode().IsRegular():
-		src, err := s.openRegular(from)
+		src, _, err := s.openRegular(from)
 		if errors.Is(err, errNotRegular) {
 			return nil // became a fifo or the like since the Lstat: skipped
 		}
@@ -241,17 +241,14 @@ func (s *Service) Remove(_ context.Context, in DeleteQuery) error {
 		if err != nil {
 			return fsError(p, err)
 		}
-		if fi.IsDir() && !recursive {
-			err = s.root.Remove(r)
-			if errors.Is(err, fs.ErrExist) { // ENOTEMPTY too
-				return fault.Errorf(fault.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
-			}
-			return fsError(p, err)
-		}
 		if recursive {
 			return fsError(p, s.root.RemoveAll(r))
 		}
-		return fsError(p, s.root.Remove(r))
+		err = s.root.Remove(r)
+		if fi.IsDir() && errors.Is(err, fs.ErrExist) { // ENOTEMPTY too
+			return fault.Errorf(fault.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
+		}
+		return fsError(p, err)
 	})
 }
 

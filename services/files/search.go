@@ -201,12 +201,12 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 }
 
 func (s *Service) grep(p string, re *regexp.Regexp, in SearchInput, out *SearchResult) {
-	f, err := s.openRegular(p)
+	f, fi, err := s.openRegular(p)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > in.MaxFileSize {
+	if fi.Size() > in.MaxFileSize {
 		return
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
