@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"net/http"
 	"path"
 	"strings"
 
@@ -214,7 +215,7 @@ func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
 		if err == io.EOF {
 			break
 		}
-		if errors.Is(err, errTooLarge) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, s.tooLarge()
 		}
 		if err != nil {
@@ -243,9 +244,6 @@ func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
 			out.Dirs++
 		case tar.TypeReg:
 			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: octal(mode)})
-			if errors.Is(err, errTooLarge) {
-				return nil, s.tooLarge()
-			}
 			if err != nil {
 				return nil, err
 			}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -185,10 +184,10 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 	_, _ = f.Seek(off, io.SeekStart)
 	left := u.Size - off
 	n, err := io.Copy(f, io.LimitReader(in.Body, left+1))
-	if n > left {
+	over := n > left
+	if over {
 		_ = f.Truncate(u.Size)
 		n = left
-		err = errTooLarge
 	}
 	if serr := f.Sync(); err == nil {
 		err = serr
@@ -196,7 +195,7 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 	f.Close()
 	u.Offset = off + n
 	_ = s.saveUpload(u)
-	if errors.Is(err, errTooLarge) {
+	if over {
 		return UploadState{}, fault.Errorf(fault.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
 	}
 	if err != nil {

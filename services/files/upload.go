@@ -32,32 +32,17 @@ type WriteInput struct {
 	Mode        string // octal; default the replaced file's, else 0644
 }
 
-var errTooLarge = errors.New("upload too large")
-
 func (s *Service) tooLarge() error {
 	return fault.Errorf(fault.CodePayloadTooLarge, "the upload is larger than --files-max-upload (%d bytes)", s.maxUpload).WithDetails("body")
 }
 
-// capped fails the read that passes --files-max-upload.
-type capped struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	if c.left < 0 {
-		return n, errTooLarge
-	}
-	return n, err
-}
-
+// limit fails the read that passes --files-max-upload with an
+// *http.MaxBytesError.
 func (s *Service) limit(r io.Reader) io.Reader {
 	if s.maxUpload <= 0 {
 		return r
 	}
-	return &capped{r: r, left: s.maxUpload}
+	return http.MaxBytesReader(nil, io.NopCloser(r), s.maxUpload)
 }
 
 func tempName(r string) string {
@@ -122,7 +107,7 @@ func (s *Service) Write(in WriteInput) (Entry, bool, error) {
 	}
 	if err != nil {
 		discard()
-		if errors.Is(err, errTooLarge) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return Entry{}, false, s.tooLarge()
 		}
 		return Entry{}, false, fsError(in.Path, err)
@@ -305,7 +290,7 @@ func (s *Service) writeMultipart(in UploadInput, boundary string) ([]Entry, erro
 		if err == io.EOF {
 			break
 		}
-		if errors.Is(err, errTooLarge) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, s.tooLarge()
 		}
 		if err != nil {
