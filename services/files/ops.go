@@ -280,16 +280,13 @@ func (s *Service) ChangeOwner(_ context.Context, in ChownRequest) (Entry, error)
 	if err != nil {
 		return Entry{}, err
 	}
-	uid, gid := -1, -1
-	if in.Owner != "" {
-		if uid, err = lookupUID(in.Owner); err != nil {
-			return Entry{}, err
-		}
+	uid, err := lookupID("owner", "user", in.Owner, user.Lookup, func(u *user.User) string { return u.Uid })
+	if err != nil {
+		return Entry{}, err
 	}
-	if in.Group != "" {
-		if gid, err = lookupGID(in.Group); err != nil {
-			return Entry{}, err
-		}
+	gid, err := lookupID("group", "group", in.Group, user.LookupGroup, func(g *user.Group) string { return g.Gid })
+	if err != nil {
+		return Entry{}, err
 	}
 	err = s.id.run(func() error {
 		return s.each(r, in.Recursive, func(p string, _ fs.FileInfo) error { return s.root.Lchown(p, uid, gid) })
@@ -300,26 +297,21 @@ func (s *Service) ChangeOwner(_ context.Context, in ChownRequest) (Entry, error)
 	return s.Stat(in.Path)
 }
 
-func lookupUID(v string) (int, error) {
+// lookupID is the id v names in field: a number, else the id of the user
+// or group (kind) look finds by that name (id reads it); -1 when v is
+// empty, which lchown leaves alone.
+func lookupID[T any](field, kind, v string, look func(string) (T, error), id func(T) string) (int, error) {
+	if v == "" {
+		return -1, nil
+	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 		return n, nil
 	}
-	u, err := user.Lookup(v)
+	found, err := look(v)
 	if err != nil {
-		return 0, fault.Invalid("owner", "names no user of this system: %s", v)
+		return 0, fault.Invalid(field, "names no %s of this system: %s", kind, v)
 	}
-	return strconv.Atoi(u.Uid)
-}
-
-func lookupGID(v string) (int, error) {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return n, nil
-	}
-	g, err := user.LookupGroup(v)
-	if err != nil {
-		return 0, fault.Invalid("group", "names no group of this system: %s", v)
-	}
-	return strconv.Atoi(g.Gid)
+	return strconv.Atoi(id(found))
 }
 
 // each calls fn on r and, with recursive, everything under it (links not
