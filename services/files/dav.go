@@ -396,24 +396,17 @@ func (f *davFile) Close() error {
 		return err
 	}
 	s := f.fs.s
-	if f.skip {
-		_ = s.id.run(func() error { return s.root.Remove(f.tmp) })
-		return err
-	}
 	if st := stateOf(f.ctx); err == nil && f.werr == nil && f.sum != nil && st != nil && st.ocSum != nil {
 		if got := hex.EncodeToString(f.sum.Sum(nil)); got != st.ocSum.sum {
 			f.werr = note(f.ctx, fault.Errorf(fault.CodeInvalid, "the content's %s is %s, not the %s of OC-Checksum",
 				st.ocSum.algo, got, st.ocSum.sum).WithDetails("OC-Checksum"))
 		}
 	}
-	if err == nil && f.werr == nil {
+	if err == nil && f.werr == nil && !f.skip { // a skipped COPY only removes its temporary
 		unlock := s.locks.lock(f.rel)
 		err = s.id.run(func() error {
-			if st, ok := f.ctx.Value(stateKey{}).(*reqState); ok && (st.cond.IfMatch != "" || st.cond.IfNoneMatch != "") {
-				var cur fs.FileInfo
-				if fi, err := s.root.Stat(f.rel); err == nil {
-					cur = fi
-				}
+			if st := stateOf(f.ctx); st != nil && (st.cond.IfMatch != "" || st.cond.IfNoneMatch != "") {
+				cur, _ := s.root.Stat(f.rel) // nil when there is no file
 				if err := precondition(st.cond, cur); err != nil {
 					return err
 				}

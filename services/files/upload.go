@@ -149,10 +149,8 @@ func (s *Service) prepare(p string, in WriteInput, r string) (string, string, *o
 		if r, err = s.resolveLinks(p, r); err != nil {
 			return err
 		}
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(r); err == nil {
-			cur = fi
-		} else if s.escapeCause(r) {
+		cur, err := s.root.Stat(r) // nil when there is no file
+		if err != nil && s.escapeCause(r) {
 			return outsideRoot(p)
 		}
 		if err := precondition(in, cur); err != nil {
@@ -174,10 +172,7 @@ func (s *Service) commit(in WriteInput, r, tmp string, mode fs.FileMode, discard
 	unlock := s.locks.lock(r)
 	var existed bool
 	err := s.id.run(func() error {
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(r); err == nil {
-			cur = fi
-		}
+		cur, _ := s.root.Stat(r) // nil when there is no file
 		existed = cur != nil
 		if err := precondition(in, cur); err != nil {
 			return err
