@@ -87,47 +87,39 @@ func (s *Service) saveUpload(u storedUpload) error {
 
 // StartUpload declares a resumable upload (the binder ran in.Validate).
 func (s *Service) StartUpload(_ context.Context, in UploadRequest) (UploadStarted, error) {
-	u, err := s.startUpload(in)
-	if err != nil {
-		return UploadStarted{}, err
-	}
-	return UploadStarted{Location: "/api/v1/files/uploads/" + u.ID, Body: u.Upload}, nil
-}
-
-func (s *Service) startUpload(in UploadRequest) (*storedUpload, error) {
 	if s.maxUpload > 0 && in.Size > s.maxUpload {
-		return nil, s.tooLarge()
+		return UploadStarted{}, s.tooLarge()
 	}
 	if s.deps.Store == nil {
-		return nil, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
+		return UploadStarted{}, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
 	}
 	r, err := fileRel(in.Path)
 	if err != nil {
-		return nil, err
+		return UploadStarted{}, err
 	}
 	overwrite := in.Overwrite == nil || *in.Overwrite
 	// As a plain PUT: a link is written through, never replaced, and one
 	// leading out is refused now rather than at the last byte.
 	_, tmp, f, err := s.prepare(in.Path, WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}, r)
 	if err != nil {
-		return nil, err
+		return UploadStarted{}, err
 	}
 	if err := f.Close(); err != nil {
-		return nil, fsError(in.Path, err)
+		return UploadStarted{}, fsError(in.Path, err)
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	u := storedUpload{Upload: Upload{ID: hex.EncodeToString(b[:]), Path: apiPath(r), Size: in.Size, SHA256: in.SHA256,
 		Overwrite: overwrite, IfMatch: in.IfMatch, Mode: in.Mode, Created: s.deps.Clock.Now().UTC()}, TempName: tmp}
 	if err := s.saveUpload(u); err != nil {
-		return nil, fault.Internal("record the upload", err)
+		return UploadStarted{}, fault.Internal("record the upload", err)
 	}
 	if u.Size == 0 {
 		if err := s.finishUpload(&u); err != nil {
-			return nil, err
+			return UploadStarted{}, err
 		}
 	}
-	return &u, nil
+	return UploadStarted{Location: "/api/v1/files/uploads/" + u.ID, Body: u.Upload}, nil
 }
 
 // GetUpload answers where a resumable upload stands.

@@ -79,7 +79,6 @@ func parseSize(v string) (int64, error) {
 type Service struct {
 	deps      contract.ServiceDeps
 	root      *os.Root
-	rootDir   string
 	id        *identity
 	maxUpload int64
 	locks     pathLocks
@@ -115,7 +114,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 			return nil, fmt.Errorf("files: %w", err)
 		}
 	}
-	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max, umask: processUmask(),
+	s := &Service{deps: deps, root: root, id: id, maxUpload: max, umask: processUmask(),
 		sums: newSumCache(4096)}
 	s.locks.m = map[string]*pathLock{}
 	s.sweepUploads(24 * time.Hour)

@@ -52,10 +52,10 @@ func newWatcher(s *Service, size int) *watcher {
 	return &watcher{s: s, size: size, watched: map[string]bool{}, subs: map[chan Event]struct{}{}, done: make(chan struct{})}
 }
 
-func (w *watcher) osPath(r string) string { return path.Join(w.s.rootDir, r) }
+func (w *watcher) osPath(r string) string { return path.Join(w.s.root.Name(), r) }
 
 func (w *watcher) relOf(p string) (string, bool) {
-	base := strings.TrimSuffix(w.s.rootDir, "/")
+	base := strings.TrimSuffix(w.s.root.Name(), "/")
 	if p == base {
 		return ".", true
 	}
