@@ -190,14 +190,9 @@ func (s *Service) copyTree(from, to string) error {
 		if err := s.root.Mkdir(to, fi.Mode().Perm()|0o700); err != nil {
 			return err
 		}
-		names, err := s.names(from)
+		err := s.eachName(from, func(n string) error { return s.copyTree(path.Join(from, n), path.Join(to, n)) })
 		if err != nil {
 			return err
-		}
-		for _, n := range names {
-			if err := s.copyTree(path.Join(from, n), path.Join(to, n)); err != nil {
-				return err
-			}
 		}
 		return s.root.Chmod(to, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 	case fi.Mode().IsRegular():
@@ -259,18 +254,12 @@ func (s *Service) ChangeMode(_ context.Context, in ChmodRequest) (Entry, error) 
 		return Entry{}, err
 	}
 	mode, _ := parseMode("mode", in.Mode, 0)
-	err = s.id.run(func() error {
-		return s.each(r, in.Recursive, func(p string, fi fs.FileInfo) error {
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				return nil // Linux has no lchmod; a link's bits mean nothing
-			}
-			return s.root.Chmod(p, mode)
-		})
+	return s.change(in.Path, r, in.Recursive, func(p string, fi fs.FileInfo) error {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil // Linux has no lchmod; a link's bits mean nothing
+		}
+		return s.root.Chmod(p, mode)
 	})
-	if err != nil {
-		return Entry{}, fsError(in.Path, err)
-	}
-	return s.Stat(in.Path)
 }
 
 // ChangeOwner changes owner and group; links themselves are changed
@@ -288,13 +277,16 @@ func (s *Service) ChangeOwner(_ context.Context, in ChownRequest) (Entry, error)
 	if err != nil {
 		return Entry{}, err
 	}
-	err = s.id.run(func() error {
-		return s.each(r, in.Recursive, func(p string, _ fs.FileInfo) error { return s.root.Lchown(p, uid, gid) })
-	})
-	if err != nil {
-		return Entry{}, fsError(in.Path, err)
+	return s.change(in.Path, r, in.Recursive, func(p string, _ fs.FileInfo) error { return s.root.Lchown(p, uid, gid) })
+}
+
+// change calls fn on r (p's) and, with recursive, everything under it,
+// and describes p after.
+func (s *Service) change(p, r string, recursive bool, fn func(string, fs.FileInfo) error) (Entry, error) {
+	if err := s.id.run(func() error { return s.each(r, recursive, fn) }); err != nil {
+		return Entry{}, fsError(p, err)
 	}
-	return s.Stat(in.Path)
+	return s.Stat(p)
 }
 
 // lookupID is the id v names in field: a number, else the id of the user
@@ -327,24 +319,25 @@ func (s *Service) each(r string, recursive bool, fn func(string, fs.FileInfo) er
 	if !recursive || !fi.IsDir() {
 		return nil
 	}
-	names, err := s.names(r)
+	return s.eachName(r, func(n string) error { return s.each(path.Join(r, n), true, fn) })
+}
+
+// eachName calls fn with the name of each entry of directory dir (inside
+// the root), unsorted, until fn fails.
+func (s *Service) eachName(dir string, fn func(string) error) error {
+	d, err := s.openDir(dir)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		if err := s.each(path.Join(r, n), true, fn); err != nil {
+		if err := fn(n); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// names lists the entries of directory dir (inside the root), unsorted.
-func (s *Service) names(dir string) ([]string, error) {
-	d, err := s.openDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.Readdirnames(-1)
 }
