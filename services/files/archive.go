@@ -37,11 +37,11 @@ func (s *Service) Archive(_ context.Context, in ArchiveInput) (Archive, error) {
 	if err != nil {
 		return Archive{}, err
 	}
-	var fi fs.FileInfo
-	if err := s.id.run(func() error { fi, err = s.root.Stat(r); return err }); err != nil {
+	dir, err := s.isDir(r)
+	if err != nil {
 		return Archive{}, fsError(p, err)
 	}
-	if !fi.IsDir() {
+	if !dir {
 		return Archive{}, fault.Errorf(fault.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
 	}
 	base := path.Base(apiPath(r))

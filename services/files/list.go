@@ -141,6 +141,17 @@ func isSkippable(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 }
 
+// isDir reports whether r is a directory (a final link followed).
+func (s *Service) isDir(r string) (bool, error) {
+	var dir bool
+	err := s.id.run(func() error {
+		fi, err := s.root.Stat(r)
+		dir = err == nil && fi.IsDir()
+		return err
+	})
+	return dir, err
+}
+
 // Stat describes one path without following a final symbolic link.
 func (s *Service) Stat(p string) (Entry, error) {
 	r, err := rel("path", p)
