@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"net/http"
 	"path"
 	"strings"
 
@@ -36,11 +37,11 @@ func (s *Service) Archive(_ context.Context, in ArchiveInput) (Archive, error) {
 	if err != nil {
 		return Archive{}, err
 	}
-	var fi fs.FileInfo
-	if err := s.id.run(func() error { fi, err = s.root.Stat(r); return err }); err != nil {
+	dir, err := s.isDir(r)
+	if err != nil {
 		return Archive{}, fsError(p, err)
 	}
-	if !fi.IsDir() {
+	if !dir {
 		return Archive{}, fault.Errorf(fault.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
 	}
 	base := path.Base(apiPath(r))
@@ -97,7 +98,7 @@ func (s *Service) writeTarGz(w io.Writer, r string) error {
 		if !fi.Mode().IsRegular() {
 			return tw.WriteHeader(h)
 		}
-		f, err := s.openRegular(full)
+		f, _, err := s.openRegular(full)
 		if err != nil {
 			return nil // unreadable: skipped
 		}
@@ -141,7 +142,7 @@ func (s *Service) writeZip(w io.Writer, r string) error {
 		case !fi.Mode().IsRegular():
 			return nil
 		}
-		f, err := s.openRegular(full)
+		f, _, err := s.openRegular(full)
 		if err != nil {
 			return nil
 		}
@@ -214,7 +215,7 @@ func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
 		if err == io.EOF {
 			break
 		}
-		if errors.Is(err, errTooLarge) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, s.tooLarge()
 		}
 		if err != nil {
@@ -242,10 +243,7 @@ func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
 			}
 			out.Dirs++
 		case tar.TypeReg:
-			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: "0" + strings.TrimLeft(octal(mode), "0")})
-			if errors.Is(err, errTooLarge) {
-				return nil, s.tooLarge()
-			}
+			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: octal(mode)})
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -18,10 +19,11 @@ type Checksum struct {
 	SHA256 string `json:"sha256" required:"true" doc:"hex SHA-256 of the content"`
 }
 
-// Checksum hashes the file at p. The file is stat'ed before and after
+// ChecksumPath answers the SHA-256 of the file at in.Path. The file is stat'ed before and after
 // hashing through the same descriptor; a write in between answers 409
 // CONFLICT rather than a hash of neither version.
-func (s *Service) Checksum(p string) (Checksum, error) {
+func (s *Service) ChecksumPath(_ context.Context, in PathQuery) (Checksum, error) {
+	p := in.Path
 	f, fi, err := s.open(p)
 	if err != nil {
 		return Checksum{}, err

@@ -10,9 +10,11 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,7 +122,7 @@ func osErr(ctx context.Context, name string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		return err
 	}
-	if errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
+	if errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
 		return err // x/net answers 405 to MKCOL on an existing collection
 	}
 	note(ctx, fsError(name, err))
@@ -269,7 +271,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		return d.s.root.RemoveAll(r)
 	})
 	if err == nil {
-		d.s.dropProps(r)
+		d.s.rekeyProps(r, "")
 	}
 	return osErr(ctx, name, err)
 }
@@ -285,7 +287,7 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	}
 	err = d.s.id.run(func() error { return d.s.root.Rename(from, to) })
 	if err == nil {
-		d.s.moveProps(from, to)
+		d.s.rekeyProps(from, to)
 	}
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		// x/net answers any failed rename 403.
@@ -394,24 +396,17 @@ func (f *davFile) Close() error {
 		return err
 	}
 	s := f.fs.s
-	if f.skip {
-		_ = s.id.run(func() error { return s.root.Remove(f.tmp) })
-		return err
-	}
 	if st := stateOf(f.ctx); err == nil && f.werr == nil && f.sum != nil && st != nil && st.ocSum != nil {
 		if got := hex.EncodeToString(f.sum.Sum(nil)); got != st.ocSum.sum {
 			f.werr = note(f.ctx, fault.Errorf(fault.CodeInvalid, "the content's %s is %s, not the %s of OC-Checksum",
 				st.ocSum.algo, got, st.ocSum.sum).WithDetails("OC-Checksum"))
 		}
 	}
-	if err == nil && f.werr == nil {
+	if err == nil && f.werr == nil && !f.skip { // a skipped COPY only removes its temporary
 		unlock := s.locks.lock(f.rel)
 		err = s.id.run(func() error {
-			if st, ok := f.ctx.Value(stateKey{}).(*reqState); ok && (st.cond.IfMatch != "" || st.cond.IfNoneMatch != "") {
-				var cur fs.FileInfo
-				if fi, err := s.root.Stat(f.rel); err == nil {
-					cur = fi
-				}
+			if st := stateOf(f.ctx); st != nil && (st.cond.IfMatch != "" || st.cond.IfNoneMatch != "") {
+				cur, _ := s.root.Stat(f.rel) // nil when there is no file
 				if err := precondition(st.cond, cur); err != nil {
 					return err
 				}
@@ -441,15 +436,6 @@ func (f *davFile) Close() error {
 	return err
 }
 
-// ETag makes x/net use the REST API's validator.
-func (f *davFile) ETag(ctx context.Context) (string, error) {
-	fi, err := f.File.Stat()
-	if err != nil {
-		return "", err
-	}
-	return etagOf(fi), nil
-}
-
 type storedProp struct {
 	Space, Local, Lang string
 	XML                string
@@ -477,7 +463,7 @@ func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 func (d *davFS) deadProps(r string) (map[xml.Name]webdav.Property, error) {
 	var list []storedProp
 	if db := d.s.deps.Store; db != nil {
-		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, propKey(r), &list); return err }); err != nil {
+		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, apiPath(r), &list); return err }); err != nil {
 			return nil, err
 		}
 	}
@@ -497,7 +483,7 @@ func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, 
 	pstat := webdav.Propstat{Status: http.StatusOK}
 	err := db.Update(func(tx *store.Tx) error {
 		var list []storedProp
-		if _, err := tx.Get(propBucket, propKey(r), &list); err != nil {
+		if _, err := tx.Get(propBucket, apiPath(r), &list); err != nil {
 			return err
 		}
 		m := map[xml.Name]storedProp{}
@@ -514,36 +500,23 @@ func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, 
 				}
 			}
 		}
-		list = list[:0]
-		for _, p := range m {
-			list = append(list, p)
-		}
+		list = slices.Collect(maps.Values(m))
 		if len(list) == 0 {
-			return tx.Delete(propBucket, propKey(r))
+			return tx.Delete(propBucket, apiPath(r))
 		}
-		return tx.Put(propBucket, propKey(r), list)
+		return tx.Put(propBucket, apiPath(r), list)
 	})
 	return []webdav.Propstat{pstat}, err
 }
 
-func propKey(r string) string { return apiPath(r) }
-
-// dropProps forgets the properties of r and everything under it.
-func (s *Service) dropProps(r string) {
-	s.rekeyProps(r, "")
-}
-
-// moveProps carries properties from one path (and its subtree) to another.
-func (s *Service) moveProps(from, to string) {
-	s.rekeyProps(from, to)
-}
-
+// rekeyProps carries the properties of from and everything under it to
+// to, or forgets them when to is empty.
 func (s *Service) rekeyProps(from, to string) {
 	db := s.deps.Store
 	if db == nil {
 		return
 	}
-	fk := propKey(from)
+	fk := apiPath(from)
 	_ = db.Update(func(tx *store.Tx) error {
 		type kv struct {
 			k string
@@ -564,7 +537,7 @@ func (s *Service) rekeyProps(from, to string) {
 				return err
 			}
 			if to != "" {
-				if err := tx.PutRaw(propBucket, propKey(to)+e.k[len(fk):], e.v); err != nil {
+				if err := tx.PutRaw(propBucket, apiPath(to)+e.k[len(fk):], e.v); err != nil {
 					return err
 				}
 			}
@@ -620,22 +593,18 @@ func validPrefix(p string) bool {
 	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || len(p) > 200 {
 		return false
 	}
-	for _, r := range p {
-		if !(r == '/' || r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
+	odd := func(r rune) bool {
+		return !(r == '/' || r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	}
-	return !strings.Contains(p, "..")
+	return !strings.ContainsFunc(p, odd) && !strings.Contains(p, "..")
 }
 
 // davPreconditions checks If-Match, If-None-Match and the entity tags in
 // an If header (RFC 4918 10.4) against the resource's current ETag.
 func (s *Service) davPreconditions(req *http.Request, name string) error {
 	var etag string
-	if fi, err := s.Stat(name); err == nil && fi.ETag != "" {
-		etag = fi.ETag
-	} else if err == nil {
-		etag = "dir"
+	if fi, err := s.Stat(name); err == nil {
+		etag = cmp.Or(fi.ETag, "dir")
 	}
 	if im := req.Header.Get("If-Match"); im != "" && (etag == "" || !etagMatch(im, etag)) {
 		return fault.Errorf(fault.CodePreconditionFailed, "%s changed since the ETag in If-Match was read", name).WithDetails("If-Match")
@@ -660,39 +629,28 @@ func (s *Service) davPreconditions(req *http.Request, name string) error {
 func ifHeaderMayPass(h, etag string) bool {
 	anyList := false
 	for {
-		i := strings.IndexByte(h, '(')
-		if i < 0 {
+		_, rest, open := strings.Cut(h, "(")
+		list, rest, closed := strings.Cut(rest, ")")
+		if !open || !closed {
 			break
 		}
-		j := strings.IndexByte(h[i:], ')')
-		if j < 0 {
-			break
-		}
-		list := h[i+1 : i+j]
-		h = h[i+j+1:]
+		h = rest
 		anyList = true
 		ok := true
 		for list != "" {
+			var not, found bool
+			list, not = strings.CutPrefix(strings.TrimSpace(list), "Not")
 			list = strings.TrimSpace(list)
-			not := false
-			if strings.HasPrefix(list, "Not") {
-				not = true
-				list = strings.TrimSpace(list[3:])
-			}
 			switch {
 			case strings.HasPrefix(list, "<"):
-				k := strings.IndexByte(list, '>')
-				if k < 0 {
+				if _, list, found = strings.Cut(list, ">"); !found {
 					return false
 				}
-				list = list[k+1:]
 			case strings.HasPrefix(list, "["):
-				k := strings.IndexByte(list, ']')
-				if k < 0 {
+				var tag string
+				if tag, list, found = strings.Cut(list[1:], "]"); !found {
 					return false
 				}
-				tag := list[1:k]
-				list = list[k+1:]
 				match := etag != "" && (tag == etag || strings.TrimPrefix(tag, "W/") == etag)
 				if match == not {
 					ok = false

@@ -156,13 +156,7 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 		// Everything but a collection (files, links to them, and fifos,
 		// devices and sockets, which it refuses) goes through the REST
 		// download, with its headers.
-		var dir bool
-		err := s.id.run(func() error {
-			fi, err := s.root.Stat(r)
-			dir = err == nil && fi.IsDir()
-			return err
-		})
-		if err == nil && !dir {
+		if dir, err := s.isDir(r); err == nil && !dir {
 			fc, err := s.fileContent(name, false, FileConditions{IfNoneMatch: in.IfNoneMatch, Range: in.Range, IfRange: in.IfRange})
 			return fc.davAnswer(), err
 		}
@@ -209,13 +203,7 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 			// of unbounded work (a few links to "." make it exponential).
 			// On anything else infinity means 0, and x/net is told 0, so a
 			// file swapped for a directory meanwhile is not walked either.
-			var dir bool
-			_ = s.id.run(func() error {
-				fi, err := s.root.Stat(r)
-				dir = err == nil && fi.IsDir()
-				return nil
-			})
-			if dir {
+			if dir, _ := s.isDir(r); dir {
 				return DavAnswer{}, finiteDepthOnly()
 			}
 			depth = "0"
@@ -226,7 +214,7 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 		st.checksums = method == "PROPFIND" && asksChecksums(raw)
 		if method == "LOCK" {
 			if li, shared := sharedLockRequest(raw); shared {
-				return s.lockShared(name, u.Path, in.Depth, li, lockLife)
+				return s.lockShared(name, r, u.Path, in.Depth, li, lockLife)
 			}
 			// x/net writes the Timeout it read into the answer: hand it
 			// the capped one.

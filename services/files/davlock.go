@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"html"
 	"io/fs"
@@ -78,11 +79,7 @@ func newDAVLocks(clock clockpkg.Clock) *davLocks {
 }
 
 func cleanName(n string) string {
-	if n == "" {
-		return "/"
-	}
-	n = "/" + strings.Trim(n, "/")
-	return n
+	return "/" + strings.Trim(n, "/")
 }
 
 // covers reports whether l applies to name.
@@ -219,12 +216,9 @@ func sharedLockRequest(raw []byte) (lockInfo, bool) {
 	return li, li.Scope.Shared != nil
 }
 
-// lockShared answers a LOCK request for a shared lock.
-func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeout time.Duration) (DavAnswer, error) {
-	r, err := rel("path", name)
-	if err != nil {
-		return DavAnswer{}, err
-	}
+// lockShared answers a LOCK request for a shared lock on name (r within
+// the root).
+func (s *Service) lockShared(name, r, href, depthHeader string, li lockInfo, timeout time.Duration) (DavAnswer, error) {
 	d := webdav.LockDetails{Root: name, Duration: timeout, OwnerXML: li.Owner.Inner}
 	switch depthHeader {
 	case "", "infinity":
@@ -250,7 +244,7 @@ func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeou
 		}
 		return err
 	})
-	if err != nil && !isExist(err) {
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		_ = s.dav.locks.Unlock(time.Now(), token)
 		return DavAnswer{}, fsError(name, err)
 	}
@@ -269,8 +263,6 @@ func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeou
 	return DavAnswer{Status: status, LockToken: "<" + token + ">", Timeout: timeoutHeader(timeout),
 		Type: "application/xml; charset=utf-8", Length: int64(len(answer)), Body: strings.NewReader(answer)}, nil
 }
-
-func isExist(err error) bool { return err != nil && errorsIs(err, fs.ErrExist) }
 
 // locked reports whether a live lock covers name.
 func (ls *davLocks) locked(name string) bool {

@@ -83,44 +83,28 @@ func (c *sumCache) put(path string, s fileSums) {
 	}
 }
 
-func (c *sumCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
-// digests answers the SHA-1 and MD5 of the open regular file f at p (an
-// API path), from the cache while its ETag holds, else read once for both
-// (through ReadAt: f's offset stays). A file written while it is read is
-// neither cached nor answered.
-func (s *Service) digests(f *os.File, p string) (fileSums, bool) {
+// ocChecksumProp is the oc:checksums property of the open regular file f
+// at p (an API path): its SHA-1 and MD5 from the cache while its ETag
+// holds, else read once for both (through ReadAt: f's offset stays). A
+// file written while it is read is neither cached nor answered.
+func (s *Service) ocChecksumProp(f *os.File, p string) (webdav.Property, bool) {
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return fileSums{}, false
+		return webdav.Property{}, false
 	}
 	etag := etagOf(fi) + strconv.FormatInt(changeTime(fi), 16)
-	if got, ok := s.sums.get(p, etag); ok {
-		return got, true
-	}
-	h1, h5 := sha1.New(), md5.New()
-	if _, err := io.Copy(io.MultiWriter(h1, h5), io.NewSectionReader(f, 0, fi.Size())); err != nil {
-		return fileSums{}, false
-	}
-	after, err := f.Stat()
-	if err != nil || etagOf(after)+strconv.FormatInt(changeTime(after), 16) != etag {
-		return fileSums{}, false
-	}
-	got := fileSums{etag: etag, sha1: hex.EncodeToString(h1.Sum(nil)), md5: hex.EncodeToString(h5.Sum(nil))}
-	s.sums.put(p, got)
-	return got, true
-}
-
-// ocChecksumProp is the oc:checksums property of the file at p, when its
-// digests can be had.
-func (s *Service) ocChecksumProp(f *os.File, p string) (webdav.Property, bool) {
-	got, ok := s.digests(f, p)
+	got, ok := s.sums.get(p, etag)
 	if !ok {
-		return webdav.Property{}, false
+		h1, h5 := sha1.New(), md5.New()
+		if _, err := io.Copy(io.MultiWriter(h1, h5), io.NewSectionReader(f, 0, fi.Size())); err != nil {
+			return webdav.Property{}, false
+		}
+		after, err := f.Stat()
+		if err != nil || etagOf(after)+strconv.FormatInt(changeTime(after), 16) != etag {
+			return webdav.Property{}, false
+		}
+		got = fileSums{etag: etag, sha1: hex.EncodeToString(h1.Sum(nil)), md5: hex.EncodeToString(h5.Sum(nil))}
+		s.sums.put(p, got)
 	}
 	inner := `<oc:checksum xmlns:oc="` + ocNS + `">SHA1:` + got.sha1 + " MD5:" + got.md5 + `</oc:checksum>`
 	return webdav.Property{XMLName: ocChecksums, InnerXML: []byte(inner)}, true

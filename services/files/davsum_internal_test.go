@@ -17,8 +17,8 @@ func TestSumCacheIsBounded(t *testing.T) {
 			c.get("/f0", "e/f0") // /f0 is now the most recent
 		}
 	}
-	if c.len() != 2 {
-		t.Fatalf("%d entries, want 2", c.len())
+	if n := c.order.Len(); n != 2 {
+		t.Fatalf("%d entries, want 2", n)
 	}
 	if _, ok := c.get("/f1", "e/f1"); ok {
 		t.Error("the least recently used entry stayed")

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,9 +25,10 @@ func (s *Service) open(p string) (*os.File, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	var f *os.File
+	var fi os.FileInfo
 	err = s.id.run(func() error {
 		var err error
-		f, err = s.openRegular(r)
+		f, fi, err = s.openRegular(r)
 		if err != nil && s.escapeCause(r) {
 			return outsideRoot(p)
 		}
@@ -34,28 +37,20 @@ func (s *Service) open(p string) (*os.File, os.FileInfo, error) {
 	if errors.Is(err, errNotRegular) {
 		return nil, nil, fault.Errorf(fault.CodeConflict, "%s is not a regular file (directories download through /api/v1/files/archive)", p).WithDetails("path")
 	}
-	if err != nil {
-		return nil, nil, fsError(p, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fsError(p, err)
-	}
-	return f, fi, nil
+	return f, fi, fsError(p, err)
 }
 
 var errNotRegular = errors.New("not a regular file")
 
-// openRegular opens r for reading when it is a regular file, else fails
-// with errNotRegular. The open does not wait (O_NONBLOCK): opening a fifo
-// for reading would hold the request until a writer came, and so would a
-// file swapped for a fifo after its type was looked at. Regular files
-// ignore the flag.
-func (s *Service) openRegular(r string) (*os.File, error) {
+// openRegular opens r for reading when it is a regular file (answering
+// its FileInfo), else fails with errNotRegular. The open does not wait
+// (O_NONBLOCK): opening a fifo for reading would hold the request until a
+// writer came, and so would a file swapped for a fifo after its type was
+// looked at. Regular files ignore the flag.
+func (s *Service) openRegular(r string) (*os.File, fs.FileInfo, error) {
 	f, err := s.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
@@ -63,9 +58,9 @@ func (s *Service) openRegular(r string) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // openDir opens directory r for reading its names; anything else fails
@@ -98,11 +93,7 @@ func passive(ct string) bool {
 	case strings.HasPrefix(t, "image/"), strings.HasPrefix(t, "audio/"), strings.HasPrefix(t, "video/"), strings.HasPrefix(t, "font/"):
 		return true
 	}
-	switch t {
-	case "application/pdf", "text/plain", "application/json", "application/octet-stream":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"application/pdf", "text/plain", "application/json", "application/octet-stream"}, t)
 }
 
 // parseRange reads a single "bytes=" range; ok is false when the header

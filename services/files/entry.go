@@ -1,9 +1,9 @@
 package files
 
 import (
+	"fmt"
 	"io/fs"
 	"os/user"
-	"path"
 	"strconv"
 	"sync"
 	"syscall"
@@ -27,22 +27,20 @@ type Entry struct {
 	ETag     string    `json:"etag,omitempty" doc:"for regular files: the value If-Match and If-None-Match compare"`
 }
 
+// specialBits are the mode bits octal notation writes as 4000, 2000, 1000.
+var specialBits = []struct {
+	mode fs.FileMode
+	bit  uint64
+}{{fs.ModeSetuid, 0o4000}, {fs.ModeSetgid, 0o2000}, {fs.ModeSticky, 0o1000}}
+
 func octal(m fs.FileMode) string {
-	v := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		v |= 0o4000
+	v := uint64(m.Perm())
+	for _, b := range specialBits {
+		if m&b.mode != 0 {
+			v |= b.bit
+		}
 	}
-	if m&fs.ModeSetgid != 0 {
-		v |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		v |= 0o1000
-	}
-	o := strconv.FormatUint(uint64(v), 8)
-	for len(o) < 4 {
-		o = "0" + o
-	}
-	return o
+	return fmt.Sprintf("%04o", v)
 }
 
 func kind(m fs.FileMode) string {
@@ -74,41 +72,26 @@ func etagOf(fi fs.FileInfo) string {
 	return string(append(b, '"'))
 }
 
-// names caches uid and gid lookups: listing 100,000 files must not read
+// idNames caches uid and gid lookups: listing 100,000 files must not read
 // /etc/passwd 100,000 times.
-type names struct {
-	mu     sync.Mutex
-	users  map[uint32]string
-	groups map[uint32]string
-}
+var idNames = struct {
+	sync.Mutex
+	users, groups map[uint32]string
+}{users: map[uint32]string{}, groups: map[uint32]string{}}
 
-var idNames = names{users: map[uint32]string{}, groups: map[uint32]string{}}
-
-func (n *names) user(uid uint32) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if s, ok := n.users[uid]; ok {
+// idName is the name of id in names (users or groups), found once by look
+// (name reads it from what look found); an id without one is its number.
+func idName[T any](names map[uint32]string, id uint32, look func(string) (T, error), name func(T) string) string {
+	idNames.Lock()
+	defer idNames.Unlock()
+	if s, ok := names[id]; ok {
 		return s
 	}
-	s := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(s); err == nil {
-		s = u.Username
+	s := strconv.FormatUint(uint64(id), 10)
+	if found, err := look(s); err == nil {
+		s = name(found)
 	}
-	n.users[uid] = s
-	return s
-}
-
-func (n *names) group(gid uint32) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if s, ok := n.groups[gid]; ok {
-		return s
-	}
-	s := strconv.FormatUint(uint64(gid), 10)
-	if g, err := user.LookupGroupId(s); err == nil {
-		s = g.Name
-	}
-	n.groups[gid] = s
+	names[id] = s
 	return s
 }
 
@@ -122,7 +105,8 @@ func (s *Service) entryOf(r string, fi fs.FileInfo) Entry {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		e.UID, e.GID = st.Uid, st.Gid
 	}
-	e.Owner, e.Group = idNames.user(e.UID), idNames.group(e.GID)
+	e.Owner = idName(idNames.users, e.UID, user.LookupId, func(u *user.User) string { return u.Username })
+	e.Group = idName(idNames.groups, e.GID, user.LookupGroupId, func(g *user.Group) string { return g.Name })
 	switch e.Type {
 	case "symlink":
 		e.Target, _ = s.root.Readlink(r)
@@ -130,11 +114,4 @@ func (s *Service) entryOf(r string, fi fs.FileInfo) Entry {
 		e.ETag = etagOf(fi)
 	}
 	return e
-}
-
-func join(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return path.Join(dir, name)
 }

@@ -2,8 +2,10 @@ package files
 
 import (
 	"context"
+	"errors"
 	"io/fs"
-	"sort"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,17 +19,18 @@ type Listing struct {
 	Truncated bool    `json:"truncated" required:"true" doc:"more entries than limit"`
 }
 
-// ListInput selects what List returns.
-type ListInput struct {
-	Path   string
-	Depth  int
-	Hidden bool
-	Limit  int
+// ListQuery is the query of GET /api/v1/files.
+type ListQuery struct {
+	Path   string `query:"path" required:"true" doc:"absolute path within the root, e.g. /notes/a.txt"`
+	Depth  int    `query:"depth" minimum:"1" maximum:"32" default:"1" doc:"levels to descend"`
+	Hidden bool   `query:"hidden" default:"false" doc:"include names starting with a dot"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000000" default:"10000" doc:"at most this many entries"`
 }
 
-// List reads a directory, descending depth levels (1 = its entries only);
-// symbolic links to directories are listed, never followed.
-func (s *Service) List(ctx context.Context, in ListInput) (Listing, error) {
+// ListDir reads a directory (GET /api/v1/files, the files_list tool),
+// descending depth levels (1 = its entries only); symbolic links to
+// directories are listed, never followed.
+func (s *Service) ListDir(ctx context.Context, in ListQuery) (Listing, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Listing{}, err
@@ -49,7 +52,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (Listing, error) {
 	return out, nil
 }
 
-func (s *Service) walk(ctx context.Context, dir string, in ListInput, level int, out *Listing) error {
+func (s *Service) walk(ctx context.Context, dir string, in ListQuery, level int, out *Listing) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -65,7 +68,7 @@ func (s *Service) walk(ctx context.Context, dir string, in ListInput, level int,
 			out.Truncated = true
 			return nil
 		}
-		r := join(dir, fi.Name())
+		r := path.Join(dir, fi.Name())
 		out.Entries = append(out.Entries, s.entryOf(r, fi))
 		if fi.Mode()&fs.ModeType == fs.ModeDir && level < in.Depth {
 			if err := s.walk(ctx, r, in, level+1, out); err != nil && !isSkippable(err) {
@@ -103,15 +106,9 @@ func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, boo
 		return nil, false, err
 	}
 	if !hidden {
-		kept := names[:0]
-		for _, n := range names {
-			if !strings.HasPrefix(n, ".") {
-				kept = append(kept, n)
-			}
-		}
-		names = kept
+		names = slices.DeleteFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") })
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	more := false
 	want = max(want, 0)
 	if len(names) > want {
@@ -141,20 +138,18 @@ func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, boo
 // isSkippable: a subdirectory that vanished or may not be read is left out
 // of a deep listing rather than failing it.
 func isSkippable(err error) bool {
-	return err != nil && (errorsIsNotExist(err) || errorsIsPermission(err))
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 }
 
-// ListQuery is the query of GET /api/v1/files.
-type ListQuery struct {
-	Path   string `query:"path" required:"true" doc:"absolute path within the root, e.g. /notes/a.txt"`
-	Depth  int    `query:"depth" minimum:"1" maximum:"32" default:"1" doc:"levels to descend"`
-	Hidden bool   `query:"hidden" default:"false" doc:"include names starting with a dot"`
-	Limit  int    `query:"limit" minimum:"1" maximum:"1000000" default:"10000" doc:"at most this many entries"`
-}
-
-// ListDir answers GET /api/v1/files (the files_list tool).
-func (s *Service) ListDir(ctx context.Context, in ListQuery) (Listing, error) {
-	return s.List(ctx, ListInput(in))
+// isDir reports whether r is a directory (a final link followed).
+func (s *Service) isDir(r string) (bool, error) {
+	var dir bool
+	err := s.id.run(func() error {
+		fi, err := s.root.Stat(r)
+		dir = err == nil && fi.IsDir()
+		return err
+	})
+	return dir, err
 }
 
 // Stat describes one path without following a final symbolic link.

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -50,14 +51,10 @@ func parseMode(field, v string, def fs.FileMode) (fs.FileMode, error) {
 		return 0, fault.Invalid(field, "must be octal permission bits from 0 to 7777")
 	}
 	m := fs.FileMode(n & 0o777)
-	if n&0o4000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if n&0o2000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if n&0o1000 != 0 {
-		m |= fs.ModeSticky
+	for _, b := range specialBits {
+		if n&b.bit != 0 {
+			m |= b.mode
+		}
 	}
 	return m, nil
 }
@@ -85,8 +82,8 @@ func (r *ChownRequest) Validate() error {
 	return nil
 }
 
-// Mkdir creates a directory.
-func (s *Service) Mkdir(in MkdirRequest) (Entry, error) {
+// MakeDir creates a directory.
+func (s *Service) MakeDir(_ context.Context, in MkdirRequest) (Entry, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Entry{}, err
@@ -107,8 +104,22 @@ func (s *Service) Mkdir(in MkdirRequest) (Entry, error) {
 	return s.Stat(apiPath(r))
 }
 
-// Move renames From to To (atomic within one file system).
-func (s *Service) Move(in MoveRequest) (Entry, error) {
+// MoveEntry renames From to To (atomic within one file system).
+func (s *Service) MoveEntry(_ context.Context, in MoveRequest) (Entry, error) {
+	return s.transfer(in, false, s.root.Rename)
+}
+
+// CopyEntry copies From to To: files with their mode, directories
+// recursively, symbolic links as links (never followed).
+func (s *Service) CopyEntry(_ context.Context, in MoveRequest) (Entry, error) {
+	return s.transfer(in, true, s.copyTree)
+}
+
+// transfer moves or copies (do) From to To once the source exists and
+// the destination may be written: an existing one answers 409 unless
+// overwrite, and with replace it is removed first (rename replaces it
+// itself). Parents of To are created.
+func (s *Service) transfer(in MoveRequest, replace bool, do func(from, to string) error) (Entry, error) {
 	from, to, err := s.pair(in.From, in.To)
 	if err != nil {
 		return Entry{}, err
@@ -117,13 +128,20 @@ func (s *Service) Move(in MoveRequest) (Entry, error) {
 		if _, err := s.root.Lstat(from); err != nil {
 			return fsError(in.From, err)
 		}
-		if _, err := s.root.Lstat(to); err == nil && !in.Overwrite {
-			return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+		if _, err := s.root.Lstat(to); err == nil {
+			if !in.Overwrite {
+				return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+			}
+			if replace {
+				if err := s.root.RemoveAll(to); err != nil {
+					return fsError(in.To, err)
+				}
+			}
 		}
 		if err := s.mkParents(to); err != nil {
 			return fsError(in.To, err)
 		}
-		return fsError(in.To, s.root.Rename(from, to))
+		return fsError(in.To, do(from, to))
 	})
 	if err != nil {
 		return Entry{}, err
@@ -156,36 +174,6 @@ func (s *Service) mkParents(r string) error {
 	return nil
 }
 
-// Copy copies From to To: files with their mode, directories recursively,
-// symbolic links as links (never followed).
-func (s *Service) Copy(in MoveRequest) (Entry, error) {
-	from, to, err := s.pair(in.From, in.To)
-	if err != nil {
-		return Entry{}, err
-	}
-	err = s.id.run(func() error {
-		if _, err := s.root.Lstat(from); err != nil {
-			return fsError(in.From, err)
-		}
-		if _, err := s.root.Lstat(to); err == nil {
-			if !in.Overwrite {
-				return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
-			}
-			if err := s.root.RemoveAll(to); err != nil {
-				return fsError(in.To, err)
-			}
-		}
-		if err := s.mkParents(to); err != nil {
-			return fsError(in.To, err)
-		}
-		return fsError(in.To, s.copyTree(from, to))
-	})
-	if err != nil {
-		return Entry{}, err
-	}
-	return s.Stat(apiPath(to))
-}
-
 func (s *Service) copyTree(from, to string) error {
 	fi, err := s.root.Lstat(from)
 	if err != nil {
@@ -202,18 +190,13 @@ func (s *Service) copyTree(from, to string) error {
 		if err := s.root.Mkdir(to, fi.Mode().Perm()|0o700); err != nil {
 			return err
 		}
-		names, err := s.names(from)
+		err := s.eachName(from, func(n string) error { return s.copyTree(path.Join(from, n), path.Join(to, n)) })
 		if err != nil {
 			return err
 		}
-		for _, n := range names {
-			if err := s.copyTree(join(from, n), join(to, n)); err != nil {
-				return err
-			}
-		}
 		return s.root.Chmod(to, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 	case fi.Mode().IsRegular():
-		src, err := s.openRegular(from)
+		src, _, err := s.openRegular(from)
 		if errors.Is(err, errNotRegular) {
 			return nil // became a fifo or the like since the Lstat: skipped
 		}
@@ -237,9 +220,10 @@ func (s *Service) copyTree(from, to string) error {
 	return nil // sockets, fifos, devices are not copied
 }
 
-// Delete removes a file, a link, an empty directory, or with recursive a
+// Remove deletes a file, a link, an empty directory, or with recursive a
 // whole tree.
-func (s *Service) Delete(p string, recursive bool) error {
+func (s *Service) Remove(_ context.Context, in DeleteQuery) error {
+	p, recursive := in.Path, in.Recursive
 	r, err := rel("path", p)
 	if err != nil {
 		return err
@@ -252,87 +236,74 @@ func (s *Service) Delete(p string, recursive bool) error {
 		if err != nil {
 			return fsError(p, err)
 		}
-		if fi.IsDir() && !recursive {
-			err = s.root.Remove(r)
-			if isNotEmpty(err) || errors.Is(err, fs.ErrExist) {
-				return fault.Errorf(fault.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
-			}
-			return fsError(p, err)
-		}
 		if recursive {
 			return fsError(p, s.root.RemoveAll(r))
 		}
-		return fsError(p, s.root.Remove(r))
+		err = s.root.Remove(r)
+		if fi.IsDir() && errors.Is(err, fs.ErrExist) { // ENOTEMPTY too
+			return fault.Errorf(fault.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
+		}
+		return fsError(p, err)
 	})
 }
 
-// Chmod changes permission bits.
-func (s *Service) Chmod(in ChmodRequest) (Entry, error) {
+// ChangeMode changes permission bits.
+func (s *Service) ChangeMode(_ context.Context, in ChmodRequest) (Entry, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Entry{}, err
 	}
 	mode, _ := parseMode("mode", in.Mode, 0)
-	err = s.id.run(func() error {
-		return s.each(r, in.Recursive, func(p string, fi fs.FileInfo) error {
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				return nil // Linux has no lchmod; a link's bits mean nothing
-			}
-			return s.root.Chmod(p, mode)
-		})
+	return s.change(in.Path, r, in.Recursive, func(p string, fi fs.FileInfo) error {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil // Linux has no lchmod; a link's bits mean nothing
+		}
+		return s.root.Chmod(p, mode)
 	})
-	if err != nil {
-		return Entry{}, fsError(in.Path, err)
-	}
-	return s.Stat(in.Path)
 }
 
-// Chown changes owner and group; links themselves are changed (lchown).
-func (s *Service) Chown(in ChownRequest) (Entry, error) {
+// ChangeOwner changes owner and group; links themselves are changed
+// (lchown).
+func (s *Service) ChangeOwner(_ context.Context, in ChownRequest) (Entry, error) {
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return Entry{}, err
 	}
-	uid, gid := -1, -1
-	if in.Owner != "" {
-		if uid, err = lookupUID(in.Owner); err != nil {
-			return Entry{}, err
-		}
-	}
-	if in.Group != "" {
-		if gid, err = lookupGID(in.Group); err != nil {
-			return Entry{}, err
-		}
-	}
-	err = s.id.run(func() error {
-		return s.each(r, in.Recursive, func(p string, _ fs.FileInfo) error { return s.root.Lchown(p, uid, gid) })
-	})
+	uid, err := lookupID("owner", "user", in.Owner, user.Lookup, func(u *user.User) string { return u.Uid })
 	if err != nil {
-		return Entry{}, fsError(in.Path, err)
+		return Entry{}, err
 	}
-	return s.Stat(in.Path)
+	gid, err := lookupID("group", "group", in.Group, user.LookupGroup, func(g *user.Group) string { return g.Gid })
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.change(in.Path, r, in.Recursive, func(p string, _ fs.FileInfo) error { return s.root.Lchown(p, uid, gid) })
 }
 
-func lookupUID(v string) (int, error) {
+// change calls fn on r (p's) and, with recursive, everything under it,
+// and describes p after.
+func (s *Service) change(p, r string, recursive bool, fn func(string, fs.FileInfo) error) (Entry, error) {
+	if err := s.id.run(func() error { return s.each(r, recursive, fn) }); err != nil {
+		return Entry{}, fsError(p, err)
+	}
+	return s.Stat(p)
+}
+
+// lookupID is the id v names in field: a number, else the id of the user
+// or group (kind) look finds by that name (id reads it); -1 when v is
+// empty, which lchown leaves alone.
+func lookupID[T any](field, kind, v string, look func(string) (T, error), id func(T) string) (int, error) {
+	if v == "" {
+		return -1, nil
+	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 		return n, nil
 	}
-	u, err := user.Lookup(v)
+	found, err := look(v)
 	if err != nil {
-		return 0, fault.Invalid("owner", "names no user of this system: %s", v)
+		return 0, fault.Invalid(field, "names no %s of this system: %s", kind, v)
 	}
-	return strconv.Atoi(u.Uid)
-}
-
-func lookupGID(v string) (int, error) {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return n, nil
-	}
-	g, err := user.LookupGroup(v)
-	if err != nil {
-		return 0, fault.Invalid("group", "names no group of this system: %s", v)
-	}
-	return strconv.Atoi(g.Gid)
+	return strconv.Atoi(id(found))
 }
 
 // each calls fn on r and, with recursive, everything under it (links not
@@ -348,24 +319,25 @@ func (s *Service) each(r string, recursive bool, fn func(string, fs.FileInfo) er
 	if !recursive || !fi.IsDir() {
 		return nil
 	}
-	names, err := s.names(r)
+	return s.eachName(r, func(n string) error { return s.each(path.Join(r, n), true, fn) })
+}
+
+// eachName calls fn with the name of each entry of directory dir (inside
+// the root), unsorted, until fn fails.
+func (s *Service) eachName(dir string, fn func(string) error) error {
+	d, err := s.openDir(dir)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		if err := s.each(join(r, n), true, fn); err != nil {
+		if err := fn(n); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// names lists the entries of directory dir (inside the root), unsorted.
-func (s *Service) names(dir string) ([]string, error) {
-	d, err := s.openDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.Readdirnames(-1)
 }

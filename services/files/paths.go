@@ -116,13 +116,6 @@ func isEscape(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
 }
 
-func errorsIsNotExist(err error) bool   { return errors.Is(err, fs.ErrNotExist) }
-func errorsIsPermission(err error) bool { return errors.Is(err, fs.ErrPermission) }
-
-func isNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
 // resolveLinks follows symbolic links in r's final component, within the
 // root: a write to a link writes its target, as with open(2), instead of
 // replacing the link. A link leading out (absolute, or climbing above the

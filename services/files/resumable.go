@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -55,10 +53,8 @@ func (r *UploadRequest) Validate() error {
 	if r.Size < 0 {
 		return fault.Invalid("size", "must be 0 or more")
 	}
-	if r.SHA256 != "" {
-		if b, err := hex.DecodeString(r.SHA256); err != nil || len(b) != sha256.Size {
-			return fault.Invalid("sha256", "must be 64 hexadecimal digits")
-		}
+	if err := checkSHA256(r.SHA256); err != nil {
+		return err
 	}
 	_, err := parseMode("mode", r.Mode, 0)
 	return err
@@ -91,72 +87,39 @@ func (s *Service) saveUpload(u storedUpload) error {
 
 // StartUpload declares a resumable upload (the binder ran in.Validate).
 func (s *Service) StartUpload(_ context.Context, in UploadRequest) (UploadStarted, error) {
-	u, err := s.startUpload(in)
+	if s.maxUpload > 0 && in.Size > s.maxUpload {
+		return UploadStarted{}, s.tooLarge()
+	}
+	if s.deps.Store == nil {
+		return UploadStarted{}, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
+	}
+	r, err := fileRel(in.Path)
 	if err != nil {
 		return UploadStarted{}, err
 	}
-	return UploadStarted{Location: "/api/v1/files/uploads/" + u.ID, Body: u.Upload}, nil
-}
-
-func (s *Service) startUpload(in UploadRequest) (*storedUpload, error) {
-	if s.maxUpload > 0 && in.Size > s.maxUpload {
-		return nil, s.tooLarge()
-	}
-	if s.deps.Store == nil {
-		return nil, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
-	}
-	r, err := rel("path", in.Path)
-	if err != nil {
-		return nil, err
-	}
-	if r == "." {
-		return nil, fault.Invalid("path", "must name a file, not the root")
-	}
 	overwrite := in.Overwrite == nil || *in.Overwrite
-	wi := WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}
-	var tmp string
-	err = s.id.run(func() error {
-		// As a plain PUT: a link is written through, never replaced, and
-		// one leading out is refused now rather than at the last byte.
-		t, err := s.resolveLinks(in.Path, r)
-		if err != nil {
-			return err
-		}
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(t); err == nil {
-			cur = fi
-		} else if s.escapeCause(t) {
-			return outsideRoot(in.Path)
-		}
-		tmp = tempName(t)
-		if err := precondition(wi, cur); err != nil {
-			return err
-		}
-		if err := s.mkParents(t); err != nil {
-			return err
-		}
-		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	})
+	// As a plain PUT: a link is written through, never replaced, and one
+	// leading out is refused now rather than at the last byte.
+	_, tmp, f, err := s.prepare(in.Path, WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}, r)
 	if err != nil {
-		return nil, fsError(in.Path, err)
+		return UploadStarted{}, err
+	}
+	if err := f.Close(); err != nil {
+		return UploadStarted{}, fsError(in.Path, err)
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	u := storedUpload{Upload: Upload{ID: hex.EncodeToString(b[:]), Path: apiPath(r), Size: in.Size, SHA256: in.SHA256,
 		Overwrite: overwrite, IfMatch: in.IfMatch, Mode: in.Mode, Created: s.deps.Clock.Now().UTC()}, TempName: tmp}
 	if err := s.saveUpload(u); err != nil {
-		return nil, fault.Internal("record the upload", err)
+		return UploadStarted{}, fault.Internal("record the upload", err)
 	}
 	if u.Size == 0 {
 		if err := s.finishUpload(&u); err != nil {
-			return nil, err
+			return UploadStarted{}, err
 		}
 	}
-	return &u, nil
+	return UploadStarted{Location: "/api/v1/files/uploads/" + u.ID, Body: u.Upload}, nil
 }
 
 // GetUpload answers where a resumable upload stands.
@@ -213,10 +176,10 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 	_, _ = f.Seek(off, io.SeekStart)
 	left := u.Size - off
 	n, err := io.Copy(f, io.LimitReader(in.Body, left+1))
-	if n > left {
+	over := n > left
+	if over {
 		_ = f.Truncate(u.Size)
 		n = left
-		err = errTooLarge
 	}
 	if serr := f.Sync(); err == nil {
 		err = serr
@@ -224,7 +187,7 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 	f.Close()
 	u.Offset = off + n
 	_ = s.saveUpload(u)
-	if errors.Is(err, errTooLarge) {
+	if over {
 		return UploadState{}, fault.Errorf(fault.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
 	}
 	if err != nil {
@@ -247,10 +210,7 @@ func offsetHeader(n int64) map[string]string {
 // finishUpload checks the hash and renames the temporary into place.
 func (s *Service) finishUpload(u *storedUpload) error {
 	r, _ := rel("path", u.Path)
-	discard := func() {
-		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
-		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
-	}
+	discard := func() { _ = s.dropUpload(*u) }
 	if u.SHA256 != "" {
 		f, err := s.root.Open(u.TempName)
 		if err != nil {
@@ -288,11 +248,16 @@ func (s *Service) AbandonUpload(_ context.Context, in UploadRef) error {
 	if err != nil {
 		return err
 	}
-	_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
-	if err := s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) }); err != nil {
+	if err := s.dropUpload(u); err != nil {
 		return fault.Internal("forget the upload", err)
 	}
 	return nil
+}
+
+// dropUpload removes u's partial file and forgets the upload.
+func (s *Service) dropUpload(u storedUpload) error {
+	_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
+	return s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
 }
 
 // uploadTable is the resumable uploads by id, with the time each was
@@ -316,7 +281,6 @@ func (s *Service) sweepUploads(age time.Duration) {
 		return err
 	})
 	for _, u := range stale {
-		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
-		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
+		_ = s.dropUpload(u)
 	}
 }

@@ -128,7 +128,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 			return err
 		}
 		if in.GitIgnore {
-			if data, err := s.root.ReadFile(join(dir, ".gitignore")); err == nil {
+			if data, err := s.root.ReadFile(path.Join(dir, ".gitignore")); err == nil {
 				rules = append(append([]ignoreRule(nil), rules...), parseGitignore(dir, data)...)
 			}
 		}
@@ -147,7 +147,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 				return nil
 			}
 			name := e.Name()
-			p := join(dir, name)
+			p := path.Join(dir, name)
 			isDir := e.Type()&fs.ModeType == fs.ModeDir
 			if !in.Hidden && strings.HasPrefix(name, ".") {
 				continue
@@ -201,12 +201,12 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 }
 
 func (s *Service) grep(p string, re *regexp.Regexp, in SearchInput, out *SearchResult) {
-	f, err := s.openRegular(p)
+	f, fi, err := s.openRegular(p)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > in.MaxFileSize {
+	if fi.Size() > in.MaxFileSize {
 		return
 	}
 	br := bufio.NewReaderSize(f, 64<<10)

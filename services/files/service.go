@@ -65,18 +65,8 @@ func parseSize(v string) (int64, error) {
 		return 0, nil
 	}
 	mult := int64(1)
-	switch strings.ToUpper(v[len(v)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
-	case "T":
-		mult = 1 << 40
-	}
-	if mult > 1 {
-		v = v[:len(v)-1]
+	if i := strings.Index("KMGT", strings.ToUpper(v[len(v)-1:])); i >= 0 {
+		mult, v = 1<<(10*(i+1)), v[:len(v)-1]
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/mult {
@@ -89,7 +79,6 @@ func parseSize(v string) (int64, error) {
 type Service struct {
 	deps      contract.ServiceDeps
 	root      *os.Root
-	rootDir   string
 	id        *identity
 	maxUpload int64
 	locks     pathLocks
@@ -125,7 +114,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 			return nil, fmt.Errorf("files: %w", err)
 		}
 	}
-	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max, umask: processUmask(),
+	s := &Service{deps: deps, root: root, id: id, maxUpload: max, umask: processUmask(),
 		sums: newSumCache(4096)}
 	s.locks.m = map[string]*pathLock{}
 	s.sweepUploads(24 * time.Hour)

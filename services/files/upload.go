@@ -32,38 +32,23 @@ type WriteInput struct {
 	Mode        string // octal; default the replaced file's, else 0644
 }
 
-var errTooLarge = errors.New("upload too large")
-
 func (s *Service) tooLarge() error {
 	return fault.Errorf(fault.CodePayloadTooLarge, "the upload is larger than --files-max-upload (%d bytes)", s.maxUpload).WithDetails("body")
 }
 
-// capped fails the read that passes --files-max-upload.
-type capped struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	if c.left < 0 {
-		return n, errTooLarge
-	}
-	return n, err
-}
-
+// limit fails the read that passes --files-max-upload with an
+// *http.MaxBytesError.
 func (s *Service) limit(r io.Reader) io.Reader {
 	if s.maxUpload <= 0 {
 		return r
 	}
-	return &capped{r: r, left: s.maxUpload}
+	return http.MaxBytesReader(nil, io.NopCloser(r), s.maxUpload)
 }
 
 func tempName(r string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return join(path.Dir(r), "."+path.Base(r)+".deckhand-"+hex.EncodeToString(b[:]))
+	return path.Join(path.Dir(r), "."+path.Base(r)+".deckhand-"+hex.EncodeToString(b[:]))
 }
 
 // precondition checks If-Match / If-None-Match / overwrite against the
@@ -91,47 +76,20 @@ func precondition(in WriteInput, fi fs.FileInfo) error {
 // size and hash, and renames it into place: readers never see half a file,
 // and a failed or refused upload leaves the old content and no temporary.
 func (s *Service) Write(in WriteInput) (Entry, bool, error) {
-	r, err := rel("path", in.Path)
+	r, err := fileRel(in.Path)
 	if err != nil {
 		return Entry{}, false, err
 	}
-	if r == "." {
-		return Entry{}, false, fault.Invalid("path", "must name a file, not the root")
-	}
-	if in.SHA256 != "" {
-		if b, err := hex.DecodeString(in.SHA256); err != nil || len(b) != sha256.Size {
-			return Entry{}, false, fault.Invalid("sha256", "must be 64 hexadecimal digits")
-		}
+	if err := checkSHA256(in.SHA256); err != nil {
+		return Entry{}, false, err
 	}
 	mode, err := parseMode("mode", in.Mode, 0)
 	if err != nil {
 		return Entry{}, false, err
 	}
-	var old fs.FileInfo
-	var tmp string
-	var f *os.File
-	err = s.id.run(func() error {
-		if r, err = s.resolveLinks(in.Path, r); err != nil {
-			return err
-		}
-		if fi, err := s.root.Stat(r); err == nil {
-			old = fi
-		} else if s.escapeCause(r) {
-			return outsideRoot(in.Path)
-		}
-		if err := precondition(in, old); err != nil {
-			return err
-		}
-		if err := s.mkParents(r); err != nil {
-			return err
-		}
-		tmp = tempName(r)
-		var err error
-		f, err = s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		return err
-	})
+	r, tmp, f, err := s.prepare(in.Path, in, r)
 	if err != nil {
-		return Entry{}, false, fsError(in.Path, err)
+		return Entry{}, false, err
 	}
 	discard := func() { _ = s.id.run(func() error { return s.root.Remove(tmp) }) }
 	var h hash.Hash
@@ -149,7 +107,7 @@ func (s *Service) Write(in WriteInput) (Entry, bool, error) {
 	}
 	if err != nil {
 		discard()
-		if errors.Is(err, errTooLarge) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return Entry{}, false, s.tooLarge()
 		}
 		return Entry{}, false, fsError(in.Path, err)
@@ -161,16 +119,60 @@ func (s *Service) Write(in WriteInput) (Entry, bool, error) {
 	return s.commit(in, r, tmp, mode, discard)
 }
 
+// fileRel is rel of a path that must name a file to write, not the root.
+func fileRel(p string) (string, error) {
+	r, err := rel("path", p)
+	if err == nil && r == "." {
+		err = fault.Invalid("path", "must name a file, not the root")
+	}
+	return r, err
+}
+
+// checkSHA256 refuses a sha256 that is not a hex SHA-256 (empty is none).
+func checkSHA256(v string) error {
+	if b, err := hex.DecodeString(v); v != "" && (err != nil || len(b) != sha256.Size) {
+		return fault.Invalid("sha256", "must be 64 hexadecimal digits")
+	}
+	return nil
+}
+
+// prepare readies a write of in to r: links in r's final component are
+// followed (one leading out is refused), the preconditions checked against
+// the file there and its parents created. It answers the resolved target
+// and a new temporary beside it, open for writing; p names the path in
+// errors.
+func (s *Service) prepare(p string, in WriteInput, r string) (string, string, *os.File, error) {
+	var tmp string
+	var f *os.File
+	err := s.id.run(func() error {
+		var err error
+		if r, err = s.resolveLinks(p, r); err != nil {
+			return err
+		}
+		cur, err := s.root.Stat(r) // nil when there is no file
+		if err != nil && s.escapeCause(r) {
+			return outsideRoot(p)
+		}
+		if err := precondition(in, cur); err != nil {
+			return err
+		}
+		if err := s.mkParents(r); err != nil {
+			return err
+		}
+		tmp = tempName(r)
+		f, err = s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		return err
+	})
+	return r, tmp, f, fsError(p, err)
+}
+
 // commit renames tmp onto r under the path's lock after checking the
 // preconditions again, so of two writers holding the same ETag one wins.
 func (s *Service) commit(in WriteInput, r, tmp string, mode fs.FileMode, discard func()) (Entry, bool, error) {
 	unlock := s.locks.lock(r)
 	var existed bool
 	err := s.id.run(func() error {
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(r); err == nil {
-			cur = fi
-		}
+		cur, _ := s.root.Stat(r) // nil when there is no file
 		existed = cur != nil
 		if err := precondition(in, cur); err != nil {
 			return err
@@ -283,7 +285,7 @@ func (s *Service) writeMultipart(in UploadInput, boundary string) ([]Entry, erro
 		if err == io.EOF {
 			break
 		}
-		if errors.Is(err, errTooLarge) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, s.tooLarge()
 		}
 		if err != nil {

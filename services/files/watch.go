@@ -52,17 +52,14 @@ func newWatcher(s *Service, size int) *watcher {
 	return &watcher{s: s, size: size, watched: map[string]bool{}, subs: map[chan Event]struct{}{}, done: make(chan struct{})}
 }
 
-func (w *watcher) osPath(r string) string { return path.Join(w.s.rootDir, r) }
+func (w *watcher) osPath(r string) string { return path.Join(w.s.root.Name(), r) }
 
 func (w *watcher) relOf(p string) (string, bool) {
-	base := strings.TrimSuffix(w.s.rootDir, "/")
+	base := strings.TrimSuffix(w.s.root.Name(), "/")
 	if p == base {
 		return ".", true
 	}
-	if !strings.HasPrefix(p, base+"/") {
-		return "", false
-	}
-	return p[len(base)+1:], true
+	return strings.CutPrefix(p, base+"/")
 }
 
 // start creates the inotify instance on first use.
@@ -123,7 +120,7 @@ func (w *watcher) add(r string, recursive bool) error {
 	}
 	for _, e := range ents {
 		if e.Type()&fs.ModeType == fs.ModeDir {
-			if err := w.add(join(r, e.Name()), true); err != nil && !isSkippable(err) {
+			if err := w.add(path.Join(r, e.Name()), true); err != nil && !isSkippable(err) {
 				return err
 			}
 		}
