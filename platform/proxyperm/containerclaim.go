@@ -1,6 +1,10 @@
 package proxyperm
 
-import "time"
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
 
 // ClaimHeader carries a service-identity container claim:
 // `<payload_b64>.<signature_hex>` or `<payload_b64>.<signature_hex>.<kid>`,
@@ -40,16 +44,44 @@ func (c *ContainerClaim) Check(audience string, now time.Time) string {
 		return "no container"
 	case audience == "" || c.Audience != audience:
 		return "issued for another audience"
-	case c.IssuedAt == 0 || c.Expires == 0:
+	}
+	return checkLifetime(c.IssuedAt, c.Expires, ClaimSkew, MaxClaimLifetime, now)
+}
+
+// checkLifetime reports why a token issued at iat and expiring at exp
+// (unix seconds) may not be used at now ("" when it may): expirySkew is
+// the grace it has after exp, max its longest lifetime.
+func checkLifetime(iat, exp int64, expirySkew, max time.Duration, now time.Time) string {
+	switch {
+	case iat == 0 || exp == 0:
 		return "no iat or exp"
-	case time.Unix(c.IssuedAt, 0).After(now.Add(ClaimSkew)):
+	case time.Unix(iat, 0).After(now.Add(ClaimSkew)):
 		return "issued in the future"
-	case now.After(time.Unix(c.Expires, 0).Add(ClaimSkew)):
+	case now.After(time.Unix(exp, 0).Add(expirySkew)):
 		return "expired"
-	case c.Expires < c.IssuedAt || time.Duration(c.Expires-c.IssuedAt)*time.Second > MaxClaimLifetime:
+	case exp < iat || time.Duration(exp-iat)*time.Second > max:
 		return "lifetime out of bounds"
 	}
 	return ""
+}
+
+// verifiedClaim decodes the payload of v when it is a token
+// (payload.signature.kid) the control plane's keys signed. With hexSig
+// a signature that is not hex is refused before any key lookup.
+func verifiedClaim[C any](st *evalState, v string, hexSig bool) (C, bool) {
+	var c C
+	if v == "" || len(v) > 4<<10 {
+		return c, false
+	}
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 || hexSig && !signatureHex(parts[1]) {
+		return c, false
+	}
+	raw, err := st.verify(parts[0], parts[1], parts[2])
+	if err != nil || json.Unmarshal(raw, &c) != nil {
+		return c, false
+	}
+	return c, true
 }
 
 // ClaimVerifier checks a claim's signature against the control plane's

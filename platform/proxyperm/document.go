@@ -573,41 +573,22 @@ func (g *Group) Masked() bool {
 // Secrets lists the group's secret values (empty ones left out): what a
 // masked document must not contain.
 func (g *Group) Secrets() []string {
+	var all []string
+	switch {
+	case g.Type == TypeJWT && g.Algorithm == "HS256":
+		all = []string{g.Secret}
+	case g.Type == TypePassword:
+		all = []string{g.Password, g.Salt}
+	case g.Type == TypeToken:
+		all = []string{g.Value}
+	}
 	var out []string
-	for _, v := range []string{g.secret(), g.passwordSecret(), g.saltSecret(), g.valueSecret()} {
+	for _, v := range all {
 		if v != "" {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-func (g *Group) secret() string {
-	if g.Type == TypeJWT && g.Algorithm == "HS256" {
-		return g.Secret
-	}
-	return ""
-}
-
-func (g *Group) passwordSecret() string {
-	if g.Type == TypePassword {
-		return g.Password
-	}
-	return ""
-}
-
-func (g *Group) saltSecret() string {
-	if g.Type == TypePassword {
-		return g.Salt
-	}
-	return ""
-}
-
-func (g *Group) valueSecret() string {
-	if g.Type == TypeToken {
-		return g.Value
-	}
-	return ""
 }
 
 // Mask is the group as people see it: an HS256 secret, a password's hash

@@ -38,17 +38,7 @@ func (t *Tx) fail(err error) error {
 
 // Get decodes bucket[key] into v and reports whether it existed.
 func (t *Tx) Get(bucket, key string, v any) (bool, error) {
-	if validBucket(bucket) != nil || validKey(key) != nil {
-		return false, nil
-	}
-	raw, err := t.e.Get(bucket, key)
-	if err != nil {
-		return false, t.fail(err)
-	}
-	if raw == nil {
-		return false, nil
-	}
-	return true, json.Unmarshal(raw, v)
+	return t.get(t.e.Get, bucket, key, v)
 }
 
 // GetForUpdate is Get that locks the record's row until the transaction
@@ -60,10 +50,14 @@ func (t *Tx) GetForUpdate(bucket, key string, v any) (bool, error) {
 	if !t.writable {
 		return false, ErrReadOnly
 	}
+	return t.get(t.e.GetForUpdate, bucket, key, v)
+}
+
+func (t *Tx) get(read func(bucket, key string) ([]byte, error), bucket, key string, v any) (bool, error) {
 	if validBucket(bucket) != nil || validKey(key) != nil {
 		return false, nil
 	}
-	raw, err := t.e.GetForUpdate(bucket, key)
+	raw, err := read(bucket, key)
 	if err != nil {
 		return false, t.fail(err)
 	}
