@@ -89,16 +89,3 @@ func (st *evalState) access() (Decision, bool) {
 	}
 	return Decision{}, false
 }
-
-// signatureHex reports whether s may be an ED25519 signature in hex.
-func signatureHex(s string) bool {
-	if len(s) != 2*64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}

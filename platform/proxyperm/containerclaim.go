@@ -1,10 +1,6 @@
 package proxyperm
 
-import (
-	"encoding/json"
-	"strings"
-	"time"
-)
+import "time"
 
 // ClaimHeader carries a service-identity container claim:
 // `<payload_b64>.<signature_hex>` or `<payload_b64>.<signature_hex>.<kid>`,
@@ -63,25 +59,6 @@ func checkLifetime(iat, exp int64, expirySkew, max time.Duration, now time.Time)
 		return "lifetime out of bounds"
 	}
 	return ""
-}
-
-// verifiedClaim decodes the payload of v when it is a token
-// (payload.signature.kid) the control plane's keys signed. With hexSig
-// a signature that is not hex is refused before any key lookup.
-func verifiedClaim[C any](st *evalState, v string, hexSig bool) (C, bool) {
-	var c C
-	if v == "" || len(v) > 4<<10 {
-		return c, false
-	}
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 || hexSig && !signatureHex(parts[1]) {
-		return c, false
-	}
-	raw, err := st.verify(parts[0], parts[1], parts[2])
-	if err != nil || json.Unmarshal(raw, &c) != nil {
-		return c, false
-	}
-	return c, true
 }
 
 // ClaimVerifier checks a claim's signature against the control plane's
