@@ -234,9 +234,7 @@ func planParam(owner reflect.Type, f reflect.StructField, idx []int, in, name st
 		p.Type = "string"
 	case k == reflect.Bool:
 		p.Type = "boolean"
-	case k >= reflect.Int && k <= reflect.Int64:
-		p.Type = "integer"
-	case k >= reflect.Uint && k <= reflect.Uint64:
+	case k >= reflect.Int && k <= reflect.Uint64: // the signed kinds, then the unsigned
 		p.Type = "integer"
 	case k == reflect.Float32 || k == reflect.Float64:
 		p.Type = "number"

@@ -6,7 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,7 +153,7 @@ func Decode(raw []byte) (*Document, error) {
 		EnableProxy: w.EnableProxy, Hooks: w.Hooks}
 	if w.Groups != nil {
 		d.Groups = make(map[string]Group, len(w.Groups))
-		for _, name := range sortedKeys(w.Groups) {
+		for _, name := range slices.Sorted(maps.Keys(w.Groups)) {
 			g, err := decodeGroup(name, w.Groups[name])
 			if err != nil {
 				return nil, err
@@ -162,9 +163,9 @@ func Decode(raw []byte) (*Document, error) {
 	}
 	if w.Permissions != nil {
 		d.Permissions = make(map[string]Rules, len(w.Permissions))
-		for _, g := range sortedKeys(w.Permissions) {
+		for _, g := range slices.Sorted(maps.Keys(w.Permissions)) {
 			rules := Rules{}
-			for _, prog := range sortedKeys(w.Permissions[g]) {
+			for _, prog := range slices.Sorted(maps.Keys(w.Permissions[g])) {
 				a, err := DecodeAccess("permissions."+g+"."+prog, w.Permissions[g][prog])
 				if err != nil {
 					return nil, err
@@ -257,7 +258,7 @@ func (d *Document) Validate() error {
 		t := true
 		d.EnableProxy = &t
 	}
-	for _, name := range sortedKeys(d.Groups) {
+	for _, name := range slices.Sorted(maps.Keys(d.Groups)) {
 		if err := ValidGroupName("groups."+name, name); err != nil {
 			return err
 		}
@@ -270,7 +271,7 @@ func (d *Document) Validate() error {
 	if len(d.Permissions) > MaxGroups {
 		return fault.Invalid("permissions", "at most %d groups", MaxGroups)
 	}
-	for _, name := range sortedKeys(d.Permissions) {
+	for _, name := range slices.Sorted(maps.Keys(d.Permissions)) {
 		if err := ValidGroupName("permissions."+name, name); err != nil {
 			return err
 		}
@@ -340,8 +341,8 @@ func (g *Group) Validate(field string) error {
 		}
 		return fault.Invalid(f("type"), "must be one of %s", strings.Join(Types, ", "))
 	}
-	for _, k := range sortedKeys(set) {
-		if set[k] && !contains(own, k) {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if set[k] && !slices.Contains(own, k) {
 			return fault.Invalid(f(k), "does not apply to a %s group", g.Type)
 		}
 	}
@@ -514,7 +515,7 @@ func (g *Group) validJWT(f func(string) string) error {
 	if len(g.Claims) > MaxClaims {
 		return fault.Invalid(f("claims"), "at most %d claims", MaxClaims)
 	}
-	for _, k := range sortedKeys(g.Claims) {
+	for _, k := range slices.Sorted(maps.Keys(g.Claims)) {
 		switch g.Claims[k].(type) {
 		case string, float64, bool, json.Number:
 		default:
@@ -693,22 +694,4 @@ func (d *Document) Masked() bool {
 }
 
 // GroupNames lists the document's group names in order.
-func (d *Document) GroupNames() []string { return sortedKeys(d.Groups) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func (d *Document) GroupNames() []string { return slices.Sorted(maps.Keys(d.Groups)) }
