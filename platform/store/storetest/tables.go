@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -69,7 +70,7 @@ func declared(t *testing.T, open Opener, name string, recs map[string]trec) (*st
 	db, _ := open(t)
 	tb := tableOf(name)
 	must(t, db.Declare(context.Background(), tb))
-	keys := sortedKeys(recs)
+	keys := slices.Sorted(maps.Keys(recs))
 	for len(keys) > 0 {
 		n := min(len(keys), 200)
 		must(t, db.Update(func(tx *store.Tx) error {
@@ -83,15 +84,6 @@ func declared(t *testing.T, open Opener, name string, recs map[string]trec) (*st
 		keys = keys[n:]
 	}
 	return db, tb
-}
-
-func sortedKeys(recs map[string]trec) []string {
-	keys := make([]string, 0, len(recs))
-	for k := range recs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // The reference evaluation, written apart from the engines': a field's
@@ -409,7 +401,7 @@ func testTableIndexUpkeep(t *testing.T, open Opener) {
 	recs := tableRecords(60)
 	db, tb := declared(t, open, "upkeep", recs)
 	rng := rand.New(rand.NewPCG(3, 3))
-	keys := sortedKeys(recs)
+	keys := slices.Sorted(maps.Keys(recs))
 	for round := range 4 {
 		must(t, db.Update(func(tx *store.Tx) error {
 			for _, k := range keys {
