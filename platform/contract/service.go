@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -165,11 +166,7 @@ func (c CommonSettings) Origins() []string { return reqpolicy.ParseOrigins(c.All
 // localhost) and --allowed-origins. It fails on an entry of
 // --allowed-origins that is not an origin.
 func (c CommonSettings) Policy() (*reqpolicy.RequestPolicy, error) {
-	d := c.Domain
-	if d == "" {
-		d = "localhost"
-	}
-	return reqpolicy.NewRequestPolicy(d, c.Origins())
+	return reqpolicy.NewRequestPolicy(cmp.Or(c.Domain, "localhost"), c.Origins())
 }
 
 // Validate checks --allowed-origins, --trusted-uids and --run-as (the

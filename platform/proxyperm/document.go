@@ -2,6 +2,7 @@ package proxyperm
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -315,10 +316,7 @@ func (g *Group) Validate(field string) error {
 		}
 		return field + "." + sub
 	}
-	parent := field
-	if parent == "" {
-		parent = "body"
-	}
+	parent := cmp.Or(field, "body")
 	set := map[string]bool{
 		"secret": g.Secret != "", "secret_configured": g.SecretConfigured,
 		"algorithm": g.Algorithm != "", "sources": g.Sources != nil, "claims": g.Claims != nil,

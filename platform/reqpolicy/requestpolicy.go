@@ -2,6 +2,7 @@ package reqpolicy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -265,9 +266,7 @@ func WriteHTTPError(w http.ResponseWriter, err error) {
 // code's (the gateway answers BACKEND_ERROR with 502, not 500); 0 keeps it.
 func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	e := fault.AsError(err)
-	if status == 0 {
-		status = e.Status()
-	}
+	status = cmp.Or(status, e.Status())
 	for k, v := range e.Headers {
 		w.Header().Set(k, v)
 	}
@@ -286,9 +285,7 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 // gateway): the same status, headers and body.
 func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
 	e := fault.AsError(err)
-	if status == 0 {
-		status = e.Status()
-	}
+	status = cmp.Or(status, e.Status())
 	rc.Response.Reset()
 	for k, v := range e.Headers {
 		rc.Response.Header.Set(k, v)

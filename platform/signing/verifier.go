@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -289,10 +290,7 @@ func (v *Verifier) VerifyResponse(resp *http.Response, body []byte) (Signature, 
 	}
 	path := ""
 	if resp.Request != nil && resp.Request.URL != nil {
-		path = resp.Request.URL.EscapedPath()
-		if path == "" {
-			path = "/"
-		}
+		path = cmp.Or(resp.Request.URL.EscapedPath(), "/")
 	}
 	s, err := v.Verify(ctx, resp.Header.Get(Header), path, body)
 	if err != nil {

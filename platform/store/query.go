@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -204,9 +205,7 @@ func compile(t *Table, q Query) (*Plan, error) {
 	case q.Offset > 0 && q.Cursor != "":
 		return nil, qerr("cursor", "give an offset or a cursor, not both")
 	}
-	if p.Limit == 0 {
-		p.Limit = MaxPage
-	}
+	p.Limit = cmp.Or(p.Limit, MaxPage)
 	for _, f := range q.Filters {
 		if f.Any == nil {
 			c, err := compileCond(t, f)

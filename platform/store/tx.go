@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -268,9 +269,7 @@ func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
 	var items []T
 	var keys []string
 	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
-	if q.Limit == 0 {
-		q.Limit = 1000
-	}
+	q.Limit = cmp.Or(q.Limit, 1000)
 	for {
 		pg, err := PageOf[T](tx, table, q)
 		if err != nil {
@@ -290,9 +289,7 @@ func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
 func Keys(tx *Tx, table *Table, q Query) ([]string, error) {
 	var keys []string
 	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
-	if q.Limit == 0 {
-		q.Limit = 1000
-	}
+	q.Limit = cmp.Or(q.Limit, 1000)
 	for {
 		pg, err := tx.Page(table, q)
 		if err != nil {
