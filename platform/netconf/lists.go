@@ -3,6 +3,7 @@ package netconf
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -126,12 +127,7 @@ func (l *List) MatchName(name string) bool {
 	if l.any || l.exact[name] {
 		return true
 	}
-	for _, s := range l.suffixes {
-		if strings.HasSuffix(name, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.suffixes, func(s string) bool { return strings.HasSuffix(name, s) })
 }
 
 // MatchAddr reports whether an address is in one of the list's CIDRs.
@@ -140,12 +136,7 @@ func (l *List) MatchAddr(a netip.Addr) bool {
 		return false
 	}
 	a = a.Unmap()
-	for _, p := range l.prefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.prefixes, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // Lists are a configuration's compiled allow and deny lists.

@@ -517,12 +517,7 @@ func (c *Cond) holds(row []val, key string) bool {
 		if v.null {
 			return c.hasNull
 		}
-		for _, w := range c.vals {
-			if compareVal(c.Type, v, w) == 0 {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(c.vals, func(w val) bool { return compareVal(c.Type, v, w) == 0 })
 	}
 	w := c.vals[0]
 	if w.null {
