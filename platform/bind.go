@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -555,7 +556,7 @@ func (f *paramField) set(fv reflect.Value, parsed any) error {
 	case int64:
 		if fv.Kind() >= reflect.Uint && fv.Kind() <= reflect.Uint64 {
 			if x < 0 || fv.OverflowUint(uint64(x)) {
-				return queryErr(f.p, "must be an integer from 0 to "+strconv.FormatUint(maxUint(fv.Type()), 10))
+				return queryErr(f.p, "must be an integer from 0 to "+strconv.FormatUint(math.MaxUint64>>(64-fv.Type().Bits()), 10))
 			}
 			fv.SetUint(uint64(x))
 			return nil
@@ -567,13 +568,6 @@ func (f *paramField) set(fv reflect.Value, parsed any) error {
 		fv.SetInt(x)
 	}
 	return nil
-}
-
-func maxUint(t reflect.Type) uint64 {
-	if t.Bits() == 64 {
-		return math.MaxUint64
-	}
-	return 1<<t.Bits() - 1
 }
 
 // checker checks the rules tags put on a body's fields; path is where v
@@ -688,10 +682,8 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 		allowed := strings.Split(e, ",")
 		rules = append(rules, func(v reflect.Value, path string) error {
 			s := v.String()
-			for _, a := range allowed {
-				if s == a {
-					return nil
-				}
+			if slices.Contains(allowed, s) {
+				return nil
 			}
 			return fault.Invalid(path, "must be one of %s, got %q", strings.Join(allowed, ", "), s)
 		})
