@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,19 +147,13 @@ func parseParam(p Param, raw string) (any, error) {
 	switch p.Type {
 	case "integer":
 		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil {
-			return nil, queryErr(p, "must be an integer"+p.Range.describe())
-		}
-		if !p.Range.holds(float64(n)) {
+		if err != nil || !p.Range.holds(float64(n)) {
 			return nil, queryErr(p, "must be an integer"+p.Range.describe())
 		}
 		return n, nil
 	case "number":
 		f, err := strconv.ParseFloat(raw, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, queryErr(p, "must be a number"+p.Range.describe())
-		}
-		if !p.Range.holds(f) {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || !p.Range.holds(f) {
 			return nil, queryErr(p, "must be a number"+p.Range.describe())
 		}
 		return f, nil
@@ -172,12 +167,10 @@ func parseParam(p Param, raw string) (any, error) {
 		return nil, queryErr(p, "must be true, false, 1 or 0")
 	}
 	if len(p.Enum) > 0 {
-		for _, e := range p.Enum {
-			if raw == e {
-				return raw, nil
-			}
+		if !slices.Contains(p.Enum, raw) {
+			return nil, queryErr(p, "must be one of "+strings.Join(p.Enum, ", "))
 		}
-		return nil, queryErr(p, "must be one of "+strings.Join(p.Enum, ", "))
+		return raw, nil
 	}
 	if rule := stringRule(raw, p.MinLength, p.MaxLength, p.Pattern); rule != "" {
 		return nil, queryErr(p, rule)
