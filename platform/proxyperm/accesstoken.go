@@ -76,8 +76,8 @@ func (st *evalState) access() (Decision, bool) {
 	if st.verify == nil || f.Audience == "" {
 		return Decision{}, false
 	}
-	bearer, _ := cutBearer(f.header("Authorization"))
-	for _, v := range []string{bearer, f.cookie(AccessCookie)} {
+	bearer, _ := cutBearer(ask(f.Header, "Authorization"))
+	for _, v := range []string{bearer, ask(f.Cookie, AccessCookie)} {
 		// A value whose signature is not hex is not an access token (a
 		// JWT for a jwt group, a token group's value): no key lookup for it.
 		ac, ok := verifiedClaim[AccessClaim](st, v, true)

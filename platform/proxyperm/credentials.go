@@ -53,7 +53,7 @@ func (st *evalState) basic() (string, string, bool) {
 		return st.basicU, st.basicP, st.basicOK
 	}
 	st.basicIn = true
-	h := st.f.header("Authorization")
+	h := ask(st.f.Header, "Authorization")
 	if len(h) < 6 || !strings.EqualFold(h[:6], "basic ") {
 		return "", "", false
 	}
@@ -171,10 +171,10 @@ func claimsMatch(want map[string]any, got jwt.MapClaims) bool {
 // in reports whether one was presented; c is nil when it failed.
 func (st *evalState) containerClaim() (c *ContainerClaim, in bool) {
 	if st.claimIn {
-		return st.claim, st.f.header(ClaimHeader) != ""
+		return st.claim, ask(st.f.Header, ClaimHeader) != ""
 	}
 	st.claimIn = true
-	h := st.f.header(ClaimHeader)
+	h := ask(st.f.Header, ClaimHeader)
 	if h == "" {
 		return nil, false
 	}

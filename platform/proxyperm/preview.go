@@ -61,7 +61,7 @@ func (st *evalState) preview() (Decision, bool) {
 	if f.Program != ProgramHTTP || f.Port == 0 || st.verify == nil || f.Audience == "" {
 		return Decision{}, false
 	}
-	for _, v := range []string{f.param(PreviewParam), f.cookie(PreviewCookie)} {
+	for _, v := range []string{ask(f.Param, PreviewParam), ask(f.Cookie, PreviewCookie)} {
 		pc, ok := verifiedClaim[PreviewClaim](st, v, false)
 		if !ok || pc.Check(f.Audience, f.Port, f.Now) != "" {
 			continue
