@@ -503,24 +503,10 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 	return f.apply(v, raw, given, rest)
 }
 
-// apply stores raw, the parameter's text (given: the request named it;
-// rest: it is a trailing {name...}, which may be empty), into its field
-// of v, or the default when it is not given.
+// apply stores the parameter's value (paramValue) into its field of v.
 func (f *paramField) apply(v reflect.Value, raw string, given, rest bool) error {
-	if given && raw == "" && f.p.Type != "boolean" && !rest {
-		given = false
-	}
-	if !given {
-		if f.p.Required {
-			return queryErr(f.p, "is required")
-		}
-		if f.p.Default == "" {
-			return nil
-		}
-		raw = f.p.Default
-	}
-	parsed, err := parseParam(f.p, raw)
-	if err != nil {
+	parsed, ok, err := paramValue(f.p, raw, given, rest)
+	if !ok {
 		return err
 	}
 	fv := v.FieldByIndex(f.index)

@@ -118,29 +118,39 @@ func ParseQuery(params []Param, get func(name string) []string) (Query, error) {
 		if len(vs) > 1 {
 			return Query{}, queryErr(p, "must be given at most once")
 		}
-		raw, given := "", len(vs) == 1
-		if given {
+		raw := ""
+		if len(vs) == 1 {
 			raw = vs[0]
 		}
-		if given && raw == "" && p.Type != "boolean" {
-			given = false
-		}
-		if !given {
-			if p.Required {
-				return Query{}, queryErr(p, "is required")
-			}
-			if p.Default == "" {
-				continue
-			}
-			raw = p.Default
-		}
-		v, err := parseParam(p, raw)
+		v, ok, err := paramValue(p, raw, len(vs) == 1, false)
 		if err != nil {
 			return Query{}, err
 		}
-		q.vals[p.Name] = v
+		if ok {
+			q.vals[p.Name] = v
+		}
 	}
 	return q, nil
+}
+
+// paramValue is p's value from raw, its text (given: the request named it;
+// rest: it is a trailing {name...}, which may be empty), or its default
+// when it is not given; ok is false when it has neither.
+func paramValue(p Param, raw string, given, rest bool) (v any, ok bool, err error) {
+	if given && raw == "" && p.Type != "boolean" && !rest {
+		given = false
+	}
+	if !given {
+		if p.Required {
+			return nil, false, queryErr(p, "is required")
+		}
+		if p.Default == "" {
+			return nil, false, nil
+		}
+		raw = p.Default
+	}
+	v, err = parseParam(p, raw)
+	return v, err == nil, err
 }
 
 func parseParam(p Param, raw string) (any, error) {
