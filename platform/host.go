@@ -320,7 +320,7 @@ func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
 // (an unknown type, a Default that breaks its own rules): a programming
 // error that must surface when the host is built, not on a request.
 func checkParams(r Route) {
-	for _, p := range queryParams(r.Query) {
+	for _, p := range QueryParams(r.Query) {
 		switch p.Type {
 		case "", "string", "integer", "number", "boolean":
 		default:
@@ -345,7 +345,7 @@ func checkParams(r Route) {
 // withQuery wraps a route's handler so its declared query parameters are
 // parsed and checked first. Routes without query parameters are untouched.
 func withQuery(r Route, next fiber.Handler) fiber.Handler {
-	params := queryParams(r.Query)
+	params := QueryParams(r.Query)
 	if len(params) == 0 {
 		return next
 	}

@@ -97,8 +97,8 @@ func (q Query) Float(name string) float64 { f, _ := q.vals[name].(float64); retu
 // Bool is a boolean parameter.
 func (q Query) Bool(name string) bool { b, _ := q.vals[name].(bool); return b }
 
-// queryParams are the route's parameters that live in the query string.
-func queryParams(ps []Param) []Param {
+// QueryParams are the parameters of ps that live in the query string.
+func QueryParams(ps []Param) []Param {
 	var out []Param
 	for _, p := range ps {
 		if p.In == "" || p.In == "query" {

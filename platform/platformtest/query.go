@@ -24,7 +24,7 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 	t.Helper()
 	sent := 0
 	for _, r := range h.Routes() {
-		params := queryParams(r.Params())
+		params := platform.QueryParams(r.Params())
 		if len(params) == 0 {
 			continue
 		}
@@ -64,16 +64,6 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 }
 
 var pathVar = regexp.MustCompile(`\{[^}]*\}`)
-
-func queryParams(ps []platform.Param) []platform.Param {
-	var out []platform.Param
-	for _, p := range ps {
-		if p.In == "" || p.In == "query" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 func str(s string) *string { return &s }
 
