@@ -205,10 +205,8 @@ func (ls Lists) Decide(dst netip.Addr, claimed string, resolved []string) Verdic
 		if !ls.Allow.MatchName(claimed) {
 			return Verdict{false, "name " + claimed + " not on the allow list"}
 		}
-		for _, n := range resolved {
-			if n == claimed {
-				return Verdict{true, "name " + claimed + " on the allow list"}
-			}
+		if slices.Contains(resolved, claimed) {
+			return Verdict{true, "name " + claimed + " on the allow list"}
 		}
 		return Verdict{false, "name " + claimed + " was not resolved to this address by the agent's resolver"}
 	}
