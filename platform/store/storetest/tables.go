@@ -490,9 +490,7 @@ func testTableUnique(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d := db
 			if i%2 == 1 {
 				d = other
@@ -500,7 +498,7 @@ func testTableUnique(t *testing.T, open Opener) {
 			errs[i] = d.Update(func(tx *store.Tx) error {
 				return tx.Put("uniq", fmt.Sprint("race", i), trec{Email: "race@x"})
 			})
-		}()
+		})
 	}
 	wg.Wait()
 	won := 0
@@ -526,9 +524,7 @@ func testTableCursorUnderInserts(t *testing.T, open Opener) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 200; i++ { // bounded: the walk must overtake them
 				select {
 				case <-stop:
@@ -544,7 +540,7 @@ func testTableCursorUnderInserts(t *testing.T, open Opener) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	defer func() { close(stop); wg.Wait() }()
 	for _, q := range []store.Query{{Sort: []string{"name"}, Limit: 13}, {Sort: []string{"n"}, Desc: true, Limit: 17},
