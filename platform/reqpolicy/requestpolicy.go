@@ -97,15 +97,6 @@ func ParseOrigins(list string) []string {
 // Domain is the --domain the policy was built with.
 func (p *RequestPolicy) Domain() string { return p.domain }
 
-// Origins lists the configured origins (for passing on to a child process).
-func (p *RequestPolicy) Origins() []string {
-	out := make([]string, 0, len(p.origins))
-	for o := range p.origins {
-		out = append(out, o)
-	}
-	return out
-}
-
 // Check applies the policy; nil means the request may be routed.
 func (p *RequestPolicy) Check(r Request) *fault.Error {
 	_, err := p.Decide(r)

@@ -116,13 +116,6 @@ func (v *Verifier) Keys() map[string]ed25519.PublicKey {
 	return maps.Clone(v.keys)
 }
 
-// Fetches counts key-set fetches made so far.
-func (v *Verifier) Fetches() int {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.fetches
-}
-
 // key returns the public key for kid, fetching the set when the cache is
 // empty, stale, or does not know kid.
 func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
