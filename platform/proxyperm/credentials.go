@@ -23,7 +23,6 @@ type evalState struct {
 	basicIn bool
 	claim   *ContainerClaim
 	claimIn bool
-	claimOK bool
 	jwts    map[string]*parsedJWT // by token string
 }
 
