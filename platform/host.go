@@ -382,8 +382,7 @@ func (h *Host) OpenAPIJSON() ([]byte, error) {
 // Serve answers on ln until Shutdown.
 func (h *Host) Serve(ln net.Listener) error {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
-		ip := tcp.IP.String()
-		h.boundIP.Store(&ip)
+		h.boundIP.Store(new(tcp.IP.String()))
 	}
 	err := h.app.Listener(localtcp.Listener(ln), fiber.ListenConfig{DisableStartupMessage: true})
 	if errors.Is(err, net.ErrClosed) {
@@ -656,8 +655,7 @@ func (h *Host) health(c fiber.Ctx) error {
 		rec.IP = *ip
 	}
 	if BuildTime != "" {
-		b := BuildTime
-		rec.Built = &b
+		rec.Built = new(BuildTime)
 	}
 	if ua := h.lastUA.Load(); ua != nil {
 		rec.UserAgent = ua

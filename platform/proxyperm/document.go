@@ -256,8 +256,7 @@ func (d *Document) Validate() error {
 		return fault.Invalid("default", "must be allow or deny")
 	}
 	if d.EnableProxy == nil {
-		t := true
-		d.EnableProxy = &t
+		d.EnableProxy = new(true)
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.Groups)) {
 		if err := ValidGroupName("groups."+name, name); err != nil {
