@@ -46,8 +46,8 @@ func (c *ContainerClaim) Check(audience string, now time.Time) string {
 
 // checkLifetime reports why a token issued at iat and expiring at exp
 // (unix seconds) may not be used at now ("" when it may): expirySkew is
-// the grace it has after exp, max its longest lifetime.
-func checkLifetime(iat, exp int64, expirySkew, max time.Duration, now time.Time) string {
+// the grace it has after exp.
+func checkLifetime(iat, exp int64, expirySkew, longest time.Duration, now time.Time) string {
 	switch {
 	case iat == 0 || exp == 0:
 		return "no iat or exp"
@@ -55,7 +55,7 @@ func checkLifetime(iat, exp int64, expirySkew, max time.Duration, now time.Time)
 		return "issued in the future"
 	case now.After(time.Unix(exp, 0).Add(expirySkew)):
 		return "expired"
-	case exp < iat || time.Duration(exp-iat)*time.Second > max:
+	case exp < iat || time.Duration(exp-iat)*time.Second > longest:
 		return "lifetime out of bounds"
 	}
 	return ""
