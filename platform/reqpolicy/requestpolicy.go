@@ -83,17 +83,6 @@ func DefaultPolicy() *RequestPolicy {
 	return p
 }
 
-// ParseOrigins splits a comma list of origins (the --allowed-origins value).
-func ParseOrigins(list string) []string {
-	var out []string
-	for _, s := range strings.Split(list, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // Domain is the --domain the policy was built with.
 func (p *RequestPolicy) Domain() string { return p.domain }
 
