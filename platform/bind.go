@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -234,9 +235,7 @@ func planParam(owner reflect.Type, f reflect.StructField, idx []int, in, name st
 		p.Type = "string"
 	case k == reflect.Bool:
 		p.Type = "boolean"
-	case k >= reflect.Int && k <= reflect.Int64:
-		p.Type = "integer"
-	case k >= reflect.Uint && k <= reflect.Uint64:
+	case k >= reflect.Int && k <= reflect.Uint64: // the signed kinds, then the unsigned
 		p.Type = "integer"
 	case k == reflect.Float32 || k == reflect.Float64:
 		p.Type = "number"
@@ -504,24 +503,10 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 	return f.apply(v, raw, given, rest)
 }
 
-// apply stores raw, the parameter's text (given: the request named it;
-// rest: it is a trailing {name...}, which may be empty), into its field
-// of v, or the default when it is not given.
+// apply stores the parameter's value (paramValue) into its field of v.
 func (f *paramField) apply(v reflect.Value, raw string, given, rest bool) error {
-	if given && raw == "" && f.p.Type != "boolean" && !rest {
-		given = false
-	}
-	if !given {
-		if f.p.Required {
-			return queryErr(f.p, "is required")
-		}
-		if f.p.Default == "" {
-			return nil
-		}
-		raw = f.p.Default
-	}
-	parsed, err := parseParam(f.p, raw)
-	if err != nil {
+	parsed, ok, err := paramValue(f.p, raw, given, rest)
+	if !ok {
 		return err
 	}
 	fv := v.FieldByIndex(f.index)
@@ -557,7 +542,7 @@ func (f *paramField) set(fv reflect.Value, parsed any) error {
 	case int64:
 		if fv.Kind() >= reflect.Uint && fv.Kind() <= reflect.Uint64 {
 			if x < 0 || fv.OverflowUint(uint64(x)) {
-				return queryErr(f.p, "must be an integer from 0 to "+strconv.FormatUint(maxUint(fv.Type()), 10))
+				return queryErr(f.p, "must be an integer from 0 to "+strconv.FormatUint(math.MaxUint64>>(64-fv.Type().Bits()), 10))
 			}
 			fv.SetUint(uint64(x))
 			return nil
@@ -569,13 +554,6 @@ func (f *paramField) set(fv reflect.Value, parsed any) error {
 		fv.SetInt(x)
 	}
 	return nil
-}
-
-func maxUint(t reflect.Type) uint64 {
-	if t.Bits() == 64 {
-		return math.MaxUint64
-	}
-	return 1<<t.Bits() - 1
 }
 
 // checker checks the rules tags put on a body's fields; path is where v
@@ -690,10 +668,8 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 		allowed := strings.Split(e, ",")
 		rules = append(rules, func(v reflect.Value, path string) error {
 			s := v.String()
-			for _, a := range allowed {
-				if s == a {
-					return nil
-				}
+			if slices.Contains(allowed, s) {
+				return nil
 			}
 			return fault.Invalid(path, "must be one of %s, got %q", strings.Join(allowed, ", "), s)
 		})

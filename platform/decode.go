@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -61,10 +62,7 @@ func jsonError(err error, dst reflect.Type) error {
 	case errors.As(err, &syn):
 		return &fault.Error{Code: fault.CodeInvalid, Message: "body: malformed JSON near offset " + itoa(int(syn.Offset)), Details: "body"}
 	case errors.As(err, &typ):
-		field := jsonPath(dst, typ.Field)
-		if field == "" {
-			field = "body"
-		}
+		field := cmp.Or(jsonPath(dst, typ.Field), "body")
 		return &fault.Error{Code: fault.CodeInvalid, Field: field, Details: field,
 			Message: field + ": must be " + jsonKind(typ.Type.Kind().String()) + ", got " + typ.Value}
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -43,8 +43,7 @@ func CountFDs() *int {
 	if err != nil {
 		return nil
 	}
-	n := len(entries) - 1 // the directory handle ReadDir itself opened
-	return &n
+	return new(len(entries) - 1) // the directory handle ReadDir itself opened
 }
 
 // ReadMemory reports the Go heap in use and the resident set size.

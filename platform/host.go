@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 
 	"deckhand/platform/auth"
 	"deckhand/platform/clientip"
@@ -34,21 +36,13 @@ const (
 
 // NewHost builds a host serving routes (from one or more tables).
 func NewHost(cfg HostConfig, tables ...[]Route) *Host {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 4 << 20
 	}
-	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = 60 * time.Second
-	}
-	if cfg.HeaderTimeout == 0 {
-		cfg.HeaderTimeout = DefaultHeaderTimeout
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 120 * time.Second
-	}
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 60*time.Second)
+	cfg.HeaderTimeout = cmp.Or(cfg.HeaderTimeout, DefaultHeaderTimeout)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 120*time.Second)
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
 		cfg.Policy = reqpolicy.DefaultPolicy()
 	}
@@ -326,7 +320,7 @@ func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
 // (an unknown type, a Default that breaks its own rules): a programming
 // error that must surface when the host is built, not on a request.
 func checkParams(r Route) {
-	for _, p := range queryParams(r.Query) {
+	for _, p := range QueryParams(r.Query) {
 		switch p.Type {
 		case "", "string", "integer", "number", "boolean":
 		default:
@@ -351,7 +345,7 @@ func checkParams(r Route) {
 // withQuery wraps a route's handler so its declared query parameters are
 // parsed and checked first. Routes without query parameters are untouched.
 func withQuery(r Route, next fiber.Handler) fiber.Handler {
-	params := queryParams(r.Query)
+	params := QueryParams(r.Query)
 	if len(params) == 0 {
 		return next
 	}
@@ -388,8 +382,7 @@ func (h *Host) OpenAPIJSON() ([]byte, error) {
 // Serve answers on ln until Shutdown.
 func (h *Host) Serve(ln net.Listener) error {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
-		ip := tcp.IP.String()
-		h.boundIP.Store(&ip)
+		h.boundIP.Store(new(tcp.IP.String()))
 	}
 	err := h.app.Listener(localtcp.Listener(ln), fiber.ListenConfig{DisableStartupMessage: true})
 	if errors.Is(err, net.ErrClosed) {
@@ -486,7 +479,7 @@ const DefaultHeaderTimeout = 10 * time.Second
 // (RFC 9110 9.1: tchar only; a control byte, a space or a non-ASCII byte).
 func methodError(method []byte) *fault.Error {
 	for _, b := range method {
-		if !isTokenChar(b) {
+		if !httpguts.IsTokenRune(rune(b)) {
 			return errMethodNotToken
 		}
 	}
@@ -500,15 +493,6 @@ func methodError(method []byte) *fault.Error {
 
 var errMethodNotToken = &fault.Error{Code: fault.CodeBadRequest, Field: "method", Details: "method",
 	Message: "method: must be an HTTP token (RFC 9110 9.1: letters, digits and !#$%&'*+-.^_`|~ only)"}
-
-// isTokenChar reports whether b is an RFC 9110 tchar.
-func isTokenChar(b byte) bool {
-	switch {
-	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		return true
-	}
-	return b < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
 
 // errUntrustedPeer refuses a caller on a service's own port that is not
 // a trusted local user: the gateway is its door.
@@ -651,9 +635,9 @@ func (h *Host) builtinRoutes() []Route {
 		{Method: http.MethodGet, Path: "/health", OperationID: "getHealth", Summary: "Health record of this service", Policy: Public,
 			Response: Health{}, Tags: []string{"meta"}, Handler: h.health, bare: true},
 		{Method: http.MethodGet, Path: "/openapi.json", OperationID: "getOpenAPIJSON", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
-			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiJSON},
+			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiDoc("application/json", &h.docJSON)},
 		{Method: http.MethodGet, Path: "/openapi.yaml", OperationID: "getOpenAPIYAML", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
-			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiYAML},
+			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiDoc("application/yaml", &h.docYAML)},
 	}
 }
 
@@ -671,8 +655,7 @@ func (h *Host) health(c fiber.Ctx) error {
 		rec.IP = *ip
 	}
 	if BuildTime != "" {
-		b := BuildTime
-		rec.Built = &b
+		rec.Built = new(BuildTime)
 	}
 	if ua := h.lastUA.Load(); ua != nil {
 		rec.UserAgent = ua
@@ -685,20 +668,15 @@ func (h *Host) health(c fiber.Ctx) error {
 
 var errOpenAPI = &fault.Error{Code: fault.CodeBackend, Message: "Internal server error", Details: "openapi document unavailable"}
 
-func (h *Host) openapiJSON(c fiber.Ctx) error {
-	if h.buildDoc(); h.docErr != nil {
-		return errOpenAPI
+// openapiDoc serves the document in the form doc points at, once built.
+func (h *Host) openapiDoc(contentType string, doc *[]byte) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		if h.buildDoc(); h.docErr != nil {
+			return errOpenAPI
+		}
+		c.Set(fiber.HeaderContentType, contentType)
+		return c.Send(*doc)
 	}
-	c.Set(fiber.HeaderContentType, "application/json")
-	return c.Send(h.docJSON)
-}
-
-func (h *Host) openapiYAML(c fiber.Ctx) error {
-	if h.buildDoc(); h.docErr != nil {
-		return errOpenAPI
-	}
-	c.Set(fiber.HeaderContentType, "application/yaml")
-	return c.Send(h.docYAML)
 }
 
 // ServeUntil serves h on ln until ctx ends, then stops accepting and lets

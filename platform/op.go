@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -199,10 +200,7 @@ func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
 }
 
 func (p *outputPlan) bodyWriter(h *Host, r Route) func(c fiber.Ctx, out any) error {
-	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(r.Status, http.StatusOK)
 	envelope := h.cfg.Style == EnvelopeErrors
 	message := r.Message
 	if p == nil || (p.wrapper && p.bodyTyp == nil) {

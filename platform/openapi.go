@@ -45,7 +45,6 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 	d := openapi.NewBuilder()
 	usedIDs := map[string]int{}
 	var tags []string
-	tagSeen := map[string]bool{}
 	for _, r := range routes {
 		key := r.Method + " " + r.Path
 		if seen[key] {
@@ -56,8 +55,7 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 			r.Tags = []string{cmp.Or(cfg.info.Name, "default")}
 		}
 		for _, t := range r.Tags {
-			if !tagSeen[t] {
-				tagSeen[t] = true
+			if !slices.Contains(tags, t) {
 				tags = append(tags, t)
 			}
 		}
@@ -85,11 +83,9 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 					id = r.OperationID + openapi.UpperFirst(strings.ToLower(m))
 				}
 			}
-			if n := usedIDs[id]; n > 0 {
-				usedIDs[id] = n + 1
-				id += strconv.Itoa(n + 1)
-			} else {
-				usedIDs[id] = 1
+			usedIDs[id]++
+			if n := usedIDs[id]; n > 1 {
+				id += strconv.Itoa(n)
 			}
 			op["operationId"] = id
 			if r.Method == MethodAny {
@@ -205,14 +201,7 @@ func limitsDoc(op map[string]any, limits []ratelimit.RateLimit) {
 
 // paramDoc is a parameter's entry in an operation's parameters.
 func paramDoc(q Param) map[string]any {
-	in := q.In
-	if in == "" {
-		in = "query"
-	}
-	typ := q.Type
-	if typ == "" {
-		typ = "string"
-	}
+	in, typ := cmp.Or(q.In, "query"), cmp.Or(q.Type, "string")
 	schema := map[string]any{"type": typ}
 	if len(q.Enum) > 0 {
 		schema["enum"] = q.Enum
@@ -310,10 +299,7 @@ func operationDoc(d *openapi.Builder, r Route, cfg docConfig) map[string]any {
 		op["requestBody"] = map[string]any{"required": true,
 			"content": map[string]any{"application/json": map[string]any{"schema": d.SchemaOf(reflect.TypeOf(r.Body))}}}
 	}
-	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(r.Status, http.StatusOK)
 	resp := map[string]any{"description": http.StatusText(status)}
 	envelope := cfg.envelope && !r.bare
 	// data is the answer's schema (nil: none); raw: it is not JSON.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,8 +97,8 @@ func (q Query) Float(name string) float64 { f, _ := q.vals[name].(float64); retu
 // Bool is a boolean parameter.
 func (q Query) Bool(name string) bool { b, _ := q.vals[name].(bool); return b }
 
-// queryParams are the route's parameters that live in the query string.
-func queryParams(ps []Param) []Param {
+// QueryParams are the parameters of ps that live in the query string.
+func QueryParams(ps []Param) []Param {
 	var out []Param
 	for _, p := range ps {
 		if p.In == "" || p.In == "query" {
@@ -117,48 +118,52 @@ func ParseQuery(params []Param, get func(name string) []string) (Query, error) {
 		if len(vs) > 1 {
 			return Query{}, queryErr(p, "must be given at most once")
 		}
-		raw, given := "", len(vs) == 1
-		if given {
+		raw := ""
+		if len(vs) == 1 {
 			raw = vs[0]
 		}
-		if given && raw == "" && p.Type != "boolean" {
-			given = false
-		}
-		if !given {
-			if p.Required {
-				return Query{}, queryErr(p, "is required")
-			}
-			if p.Default == "" {
-				continue
-			}
-			raw = p.Default
-		}
-		v, err := parseParam(p, raw)
+		v, ok, err := paramValue(p, raw, len(vs) == 1, false)
 		if err != nil {
 			return Query{}, err
 		}
-		q.vals[p.Name] = v
+		if ok {
+			q.vals[p.Name] = v
+		}
 	}
 	return q, nil
+}
+
+// paramValue is p's value from raw, its text (given: the request named it;
+// rest: it is a trailing {name...}, which may be empty), or its default
+// when it is not given; ok is false when it has neither.
+func paramValue(p Param, raw string, given, rest bool) (v any, ok bool, err error) {
+	if given && raw == "" && p.Type != "boolean" && !rest {
+		given = false
+	}
+	if !given {
+		if p.Required {
+			return nil, false, queryErr(p, "is required")
+		}
+		if p.Default == "" {
+			return nil, false, nil
+		}
+		raw = p.Default
+	}
+	v, err = parseParam(p, raw)
+	return v, err == nil, err
 }
 
 func parseParam(p Param, raw string) (any, error) {
 	switch p.Type {
 	case "integer":
 		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil {
-			return nil, queryErr(p, "must be an integer"+p.Range.describe())
-		}
-		if !p.Range.holds(float64(n)) {
+		if err != nil || !p.Range.holds(float64(n)) {
 			return nil, queryErr(p, "must be an integer"+p.Range.describe())
 		}
 		return n, nil
 	case "number":
 		f, err := strconv.ParseFloat(raw, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, queryErr(p, "must be a number"+p.Range.describe())
-		}
-		if !p.Range.holds(f) {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || !p.Range.holds(f) {
 			return nil, queryErr(p, "must be a number"+p.Range.describe())
 		}
 		return f, nil
@@ -172,12 +177,10 @@ func parseParam(p Param, raw string) (any, error) {
 		return nil, queryErr(p, "must be true, false, 1 or 0")
 	}
 	if len(p.Enum) > 0 {
-		for _, e := range p.Enum {
-			if raw == e {
-				return raw, nil
-			}
+		if !slices.Contains(p.Enum, raw) {
+			return nil, queryErr(p, "must be one of "+strings.Join(p.Enum, ", "))
 		}
-		return nil, queryErr(p, "must be one of "+strings.Join(p.Enum, ", "))
+		return raw, nil
 	}
 	if rule := stringRule(raw, p.MinLength, p.MaxLength, p.Pattern); rule != "" {
 		return nil, queryErr(p, rule)

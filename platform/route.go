@@ -47,16 +47,13 @@ func openapiPath(p string) string { return strings.ReplaceAll(p, "...}", "}") }
 func pathParams(p string) []string {
 	var out []string
 	for {
-		i := strings.IndexByte(p, '{')
-		if i < 0 {
+		_, rest, _ := strings.Cut(p, "{")
+		name, after, ok := strings.Cut(rest, "}")
+		if !ok {
 			return out
 		}
-		j := strings.IndexByte(p[i:], '}')
-		if j < 0 {
-			return out
-		}
-		out = append(out, strings.TrimSuffix(p[i+1:i+j], "..."))
-		p = p[i+j+1:]
+		out = append(out, strings.TrimSuffix(name, "..."))
+		p = after
 	}
 }
 

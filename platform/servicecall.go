@@ -61,11 +61,8 @@ type ServiceCall struct {
 // is the service's own error (its code and message, as a direct caller
 // gets them), and a service that does not answer is UNAVAILABLE.
 func (c *ServiceClient) Do(ctx context.Context, sc ServiceCall) (*http.Response, error) {
-	var rd io.Reader
-	_, raw := sc.Body.(io.Reader)
-	if raw {
-		rd = sc.Body.(io.Reader)
-	} else if sc.Body != nil {
+	rd, raw := sc.Body.(io.Reader)
+	if !raw && sc.Body != nil {
 		b, err := json.Marshal(sc.Body)
 		if err != nil {
 			return nil, err

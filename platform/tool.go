@@ -6,8 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 
 	"deckhand/platform/fault"
@@ -105,12 +106,7 @@ func (h *Host) CallTool(ctx context.Context, name string, args json.RawMessage) 
 
 // Tools are the names of the host's tools.
 func (h *Host) Tools() []string {
-	out := make([]string, 0, len(h.tools))
-	for name := range h.tools {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(h.tools))
 }
 
 // bindArgs fills dst (a pointer to the plan's type) from a tool's

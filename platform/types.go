@@ -333,19 +333,18 @@ type HostConfig struct {
 // Host is one service's HTTP server: a Fiber app built from a route table
 // plus the kernel's /health and /openapi.{json,yaml}.
 type Host struct {
-	cfg      HostConfig
-	methods  map[string]bool // the request methods the router knows
-	log      *slog.Logger    // cfg.Logger with "service"
-	app      *fiber.App
-	routes   []Route
-	tools    map[string]Route // by tool name
-	docJSON  []byte
-	docYAML  []byte
-	docErr   error
-	docOnce  sync.Once
-	lastUA   atomic.Pointer[string]
-	boundIP  atomic.Pointer[string]
-	reqCount atomic.Uint64
+	cfg     HostConfig
+	methods map[string]bool // the request methods the router knows
+	log     *slog.Logger    // cfg.Logger with "service"
+	app     *fiber.App
+	routes  []Route
+	tools   map[string]Route // by tool name
+	docJSON []byte
+	docYAML []byte
+	docErr  error
+	docOnce sync.Once
+	lastUA  atomic.Pointer[string]
+	boundIP atomic.Pointer[string]
 }
 
 // Info is the title block of a service's OpenAPI document.

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"net/url"
 	"path"
 	"slices"
@@ -38,10 +39,7 @@ var servicePrograms = map[string]string{
 // ServiceProgram is the program proxy permissions judge a service as
 // (services for any service not named in docs/spec/operations.md's table).
 func ServiceProgram(service string) string {
-	if p, ok := servicePrograms[service]; ok {
-		return p
-	}
-	return ProgramServices
+	return cmp.Or(servicePrograms[service], ProgramServices)
 }
 
 // programDescription tells a service's OpenAPI readers which program of

@@ -1,8 +1,10 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -158,18 +160,11 @@ func (c CommonSettings) LocalTrust() (*reqpolicy.LocalTrust, error) {
 	return reqpolicy.NewLocalTrust(uids), nil
 }
 
-// Origins is AllowedOrigins as a list.
-func (c CommonSettings) Origins() []string { return reqpolicy.ParseOrigins(c.AllowedOrigins) }
-
 // Policy is the request policy these settings describe: --domain (default
 // localhost) and --allowed-origins. It fails on an entry of
 // --allowed-origins that is not an origin.
 func (c CommonSettings) Policy() (*reqpolicy.RequestPolicy, error) {
-	d := c.Domain
-	if d == "" {
-		d = "localhost"
-	}
-	return reqpolicy.NewRequestPolicy(d, c.Origins())
+	return reqpolicy.NewRequestPolicy(cmp.Or(c.Domain, "localhost"), strings.Split(c.AllowedOrigins, ","))
 }
 
 // Validate checks --allowed-origins, --trusted-uids and --run-as (the

@@ -3,6 +3,7 @@ package netconf
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -126,12 +127,7 @@ func (l *List) MatchName(name string) bool {
 	if l.any || l.exact[name] {
 		return true
 	}
-	for _, s := range l.suffixes {
-		if strings.HasSuffix(name, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.suffixes, func(s string) bool { return strings.HasSuffix(name, s) })
 }
 
 // MatchAddr reports whether an address is in one of the list's CIDRs.
@@ -140,12 +136,7 @@ func (l *List) MatchAddr(a netip.Addr) bool {
 		return false
 	}
 	a = a.Unmap()
-	for _, p := range l.prefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.prefixes, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // Lists are a configuration's compiled allow and deny lists.
@@ -214,10 +205,8 @@ func (ls Lists) Decide(dst netip.Addr, claimed string, resolved []string) Verdic
 		if !ls.Allow.MatchName(claimed) {
 			return Verdict{false, "name " + claimed + " not on the allow list"}
 		}
-		for _, n := range resolved {
-			if n == claimed {
-				return Verdict{true, "name " + claimed + " on the allow list"}
-			}
+		if slices.Contains(resolved, claimed) {
+			return Verdict{true, "name " + claimed + " on the allow list"}
 		}
 		return Verdict{false, "name " + claimed + " was not resolved to this address by the agent's resolver"}
 	}

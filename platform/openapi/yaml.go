@@ -1,8 +1,11 @@
 package openapi
 
 import (
+	"cmp"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -128,23 +131,15 @@ func yamlChild(k yamlKind, key string) yamlKind {
 func yamlNode(v any, k yamlKind) (*yaml.Node, error) {
 	switch v := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for key := range v {
-			keys = append(keys, key)
-		}
-		rank := map[string]int{}
-		for i, key := range yamlOrder[k] {
-			rank[key] = i + 1
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			ri, rj := rank[keys[i]], rank[keys[j]]
-			switch {
-			case ri != 0 && rj != 0:
-				return ri < rj
-			case ri != 0 || rj != 0:
-				return ri != 0 // listed keys first
+		order := yamlOrder[k]
+		rank := func(key string) int { // listed keys first
+			if i := slices.Index(order, key); i >= 0 {
+				return i
 			}
-			return keys[i] < keys[j]
+			return len(order)
+		}
+		keys := slices.SortedFunc(maps.Keys(v), func(a, b string) int {
+			return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
 		})
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		for _, key := range keys {

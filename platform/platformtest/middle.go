@@ -3,6 +3,7 @@ package platformtest
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,12 +26,11 @@ type Middle struct {
 	suffix   string
 	tampered atomic.Int64
 
-	mu      sync.Mutex
-	last    map[int]*Answer
-	from    int     // relabel answers of this status...
-	to      int     // ...as this one; 0: no relabelling
-	replay  *Answer // serve this instead of asking; nil: ask
-	replays bool
+	mu     sync.Mutex
+	last   map[int]*Answer
+	from   int     // relabel answers of this status...
+	to     int     // ...as this one; 0: no relabelling
+	replay *Answer // serve this instead of asking; nil: ask
 }
 
 // Answer is one HTTP answer as it came.
@@ -74,7 +74,7 @@ func NewMiddle(t testing.TB, target, suffix string) *Middle {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		a := m.replay
-		if !m.replays || !strings.HasSuffix(r.URL.Path, suffix) {
+		if !strings.HasSuffix(r.URL.Path, suffix) {
 			a = nil
 		}
 		m.mu.Unlock()
@@ -83,9 +83,7 @@ func NewMiddle(t testing.TB, target, suffix string) *Middle {
 			return
 		}
 		m.tampered.Add(1)
-		for k, v := range a.Header {
-			w.Header()[k] = v
-		}
+		maps.Copy(w.Header(), a.Header)
 		w.Header().Set("Content-Length", strconv.Itoa(len(a.Body)))
 		w.WriteHeader(a.Status)
 		_, _ = w.Write(a.Body)
@@ -112,21 +110,21 @@ func (m *Middle) Last(status int) *Answer {
 func (m *Middle) Relabel(from, to int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.from, m.to, m.replays = from, to, false
+	m.from, m.to, m.replay = from, to, nil
 }
 
 // Replay answers the watched paths with a, without asking the server.
 func (m *Middle) Replay(a *Answer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replay, m.replays, m.to = a, true, 0
+	m.replay, m.to = a, 0
 }
 
 // Pass stops tampering.
 func (m *Middle) Pass() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replays, m.to = false, 0
+	m.replay, m.to = nil, 0
 }
 
 // Tampered counts the answers relabelled or replayed so far.

@@ -24,7 +24,7 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 	t.Helper()
 	sent := 0
 	for _, r := range h.Routes() {
-		params := queryParams(r.Params())
+		params := platform.QueryParams(r.Params())
 		if len(params) == 0 {
 			continue
 		}
@@ -65,18 +65,6 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 
 var pathVar = regexp.MustCompile(`\{[^}]*\}`)
 
-func queryParams(ps []platform.Param) []platform.Param {
-	var out []platform.Param
-	for _, p := range ps {
-		if p.In == "" || p.In == "query" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func str(s string) *string { return &s }
-
 // badValues are the values that break p's rules; nil stands for leaving a
 // required parameter out.
 func badValues(p platform.Param) []*string {
@@ -86,23 +74,23 @@ func badValues(p platform.Param) []*string {
 	}
 	switch p.Type {
 	case "integer":
-		out = append(out, str("ten"), str("1.5"))
+		out = append(out, new("ten"), new("1.5"))
 	case "number":
-		out = append(out, str("ten"), str("NaN"))
+		out = append(out, new("ten"), new("NaN"))
 	case "boolean":
-		out = append(out, str("yes"), str("TRUE"))
+		out = append(out, new("yes"), new("TRUE"))
 	default:
 		if len(p.Enum) > 0 {
-			out = append(out, str("not-"+p.Enum[0]))
+			out = append(out, new("not-"+p.Enum[0]))
 		}
 		if p.Format == "date-time" {
-			out = append(out, str("yesterday"))
+			out = append(out, new("yesterday"))
 		}
 		if p.MinLength > 1 {
-			out = append(out, str("a"))
+			out = append(out, new("a"))
 		}
 		if p.MaxLength > 0 {
-			out = append(out, str(strings.Repeat("a", p.MaxLength+1)))
+			out = append(out, new(strings.Repeat("a", p.MaxLength+1)))
 		}
 	}
 	if r := p.Range; r != nil {
@@ -114,14 +102,14 @@ func badValues(p platform.Param) []*string {
 					v = math.Nextafter(r.Min, math.Inf(-1))
 				}
 			}
-			out = append(out, str(num(v)))
+			out = append(out, new(num(v)))
 		}
 		if !math.IsInf(r.Max, 1) {
 			v := r.Max
 			if !r.ExclusiveMax {
 				v = r.Max + 1
 			}
-			out = append(out, str(num(v)))
+			out = append(out, new(num(v)))
 		}
 	}
 	return out

@@ -1,8 +1,9 @@
 package proc
 
 import (
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -53,13 +54,8 @@ func Env(layers ...[]string) []string {
 
 // Vars is m as NAME=value entries in name order, a layer for Env.
 func Vars(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+"="+m[k])
 	}
 	return out

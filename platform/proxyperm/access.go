@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,14 +15,7 @@ import (
 var Programs = []string{"http", "terminal", "ssh", "files", "exec", "services", "notifications", "desktop"}
 
 // IsProgram reports whether name is one of Programs.
-func IsProgram(name string) bool {
-	for _, p := range Programs {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
+func IsProgram(name string) bool { return slices.Contains(Programs, name) }
 
 // AccessKind is the form an access value was written in.
 type AccessKind uint8

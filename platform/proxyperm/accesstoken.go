@@ -1,9 +1,7 @@
 package proxyperm
 
 import (
-	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -55,6 +53,7 @@ type AccessClaim struct {
 // ("" when it may). via is the service acting for the caller when the
 // request is one it makes on the caller's behalf ("" otherwise).
 func (c *AccessClaim) Check(container, service, via string, now time.Time) string {
+	lifetime := checkLifetime(c.IssuedAt, c.Expires, 0, MaxAccessLifetime, now)
 	switch {
 	case c.Type != ClaimTypeAccess:
 		return "not an access token"
@@ -62,14 +61,8 @@ func (c *AccessClaim) Check(container, service, via string, now time.Time) strin
 		return "issued for another container"
 	case c.Subject == "":
 		return "no subject"
-	case c.IssuedAt == 0 || c.Expires == 0:
-		return "no iat or exp"
-	case time.Unix(c.IssuedAt, 0).After(now.Add(ClaimSkew)):
-		return "issued in the future"
-	case now.After(time.Unix(c.Expires, 0)):
-		return "expired"
-	case c.Expires < c.IssuedAt || time.Duration(c.Expires-c.IssuedAt)*time.Second > MaxAccessLifetime:
-		return "lifetime out of bounds"
+	case lifetime != "":
+		return lifetime
 	case len(c.Services) > 0 && !slices.Contains(c.Services, service) && (via == "" || !slices.Contains(c.Services, via)):
 		return "not issued for service " + service
 	}
@@ -83,40 +76,16 @@ func (st *evalState) access() (Decision, bool) {
 	if st.verify == nil || f.Audience == "" {
 		return Decision{}, false
 	}
-	bearer, _ := cutBearer(f.header("Authorization"))
-	for _, v := range []string{bearer, f.cookie(AccessCookie)} {
-		if v == "" || len(v) > 4<<10 {
-			continue
-		}
-		parts := strings.Split(v, ".")
-		if len(parts) != 3 || !signatureHex(parts[1]) {
-			// Not one (a JWT for a jwt group, a token group's value):
-			// no key lookup for it.
-			continue
-		}
-		raw, err := st.verify(parts[0], parts[1], parts[2])
-		if err != nil {
-			continue
-		}
-		var ac AccessClaim
-		if json.Unmarshal(raw, &ac) != nil || ac.Check(f.Audience, f.Service, f.Via, f.Now) != "" {
+	bearer, _ := cutBearer(ask(f.Header, "Authorization"))
+	for _, v := range []string{bearer, ask(f.Cookie, AccessCookie)} {
+		// A value whose signature is not hex is not an access token (a
+		// JWT for a jwt group, a token group's value): no key lookup for it.
+		ac, ok := verifiedClaim[AccessClaim](st, v, true)
+		if !ok || ac.Check(f.Audience, f.Service, f.Via, f.Now) != "" {
 			continue
 		}
 		return Decision{Outcome: Allowed, Type: TypeAccess, Subject: "user:" + ac.Subject,
 			Reason: "a control-plane access token"}, true
 	}
 	return Decision{}, false
-}
-
-// signatureHex reports whether s may be an ED25519 signature in hex.
-func signatureHex(s string) bool {
-	if len(s) != 2*64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

@@ -40,13 +40,22 @@ func (c *ContainerClaim) Check(audience string, now time.Time) string {
 		return "no container"
 	case audience == "" || c.Audience != audience:
 		return "issued for another audience"
-	case c.IssuedAt == 0 || c.Expires == 0:
+	}
+	return checkLifetime(c.IssuedAt, c.Expires, ClaimSkew, MaxClaimLifetime, now)
+}
+
+// checkLifetime reports why a token issued at iat and expiring at exp
+// (unix seconds) may not be used at now ("" when it may): expirySkew is
+// the grace it has after exp.
+func checkLifetime(iat, exp int64, expirySkew, longest time.Duration, now time.Time) string {
+	switch {
+	case iat == 0 || exp == 0:
 		return "no iat or exp"
-	case time.Unix(c.IssuedAt, 0).After(now.Add(ClaimSkew)):
+	case time.Unix(iat, 0).After(now.Add(ClaimSkew)):
 		return "issued in the future"
-	case now.After(time.Unix(c.Expires, 0).Add(ClaimSkew)):
+	case now.After(time.Unix(exp, 0).Add(expirySkew)):
 		return "expired"
-	case c.Expires < c.IssuedAt || time.Duration(c.Expires-c.IssuedAt)*time.Second > MaxClaimLifetime:
+	case exp < iat || time.Duration(exp-iat)*time.Second > longest:
 		return "lifetime out of bounds"
 	}
 	return ""

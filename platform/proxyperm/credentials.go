@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"path"
 	"strings"
@@ -22,7 +23,6 @@ type evalState struct {
 	basicIn bool
 	claim   *ContainerClaim
 	claimIn bool
-	claimOK bool
 	jwts    map[string]*parsedJWT // by token string
 }
 
@@ -52,7 +52,7 @@ func (st *evalState) basic() (string, string, bool) {
 		return st.basicU, st.basicP, st.basicOK
 	}
 	st.basicIn = true
-	h := st.f.header("Authorization")
+	h := ask(st.f.Header, "Authorization")
 	if len(h) < 6 || !strings.EqualFold(h[:6], "basic ") {
 		return "", "", false
 	}
@@ -170,10 +170,10 @@ func claimsMatch(want map[string]any, got jwt.MapClaims) bool {
 // in reports whether one was presented; c is nil when it failed.
 func (st *evalState) containerClaim() (c *ContainerClaim, in bool) {
 	if st.claimIn {
-		return st.claim, st.f.header(ClaimHeader) != ""
+		return st.claim, ask(st.f.Header, ClaimHeader) != ""
 	}
 	st.claimIn = true
-	h := st.f.header(ClaimHeader)
+	h := ask(st.f.Header, ClaimHeader)
 	if h == "" {
 		return nil, false
 	}
@@ -212,4 +212,32 @@ func (g *CompiledGroup) checkPassword(u, pw string) bool {
 	sum := sha256.Sum256([]byte(g.Salt + pw))
 	passOK := subtle.ConstantTimeCompare(sum[:], g.Hash)
 	return userOK&passOK == 1
+}
+
+// verifiedClaim decodes the payload of v when it is a token
+// (payload.signature.kid) the control plane's keys signed. With hexSig
+// a signature that is not hex is refused before any key lookup.
+func verifiedClaim[C any](st *evalState, v string, hexSig bool) (C, bool) {
+	var c C
+	if v == "" || len(v) > 4<<10 {
+		return c, false
+	}
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 || hexSig && !signatureHex(parts[1]) {
+		return c, false
+	}
+	raw, err := st.verify(parts[0], parts[1], parts[2])
+	if err != nil || json.Unmarshal(raw, &c) != nil {
+		return c, false
+	}
+	return c, true
+}
+
+// signatureHex reports whether s may be an ED25519 signature in hex.
+func signatureHex(s string) bool {
+	if len(s) != 2*64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }

@@ -2,11 +2,13 @@ package proxyperm
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,7 +154,7 @@ func Decode(raw []byte) (*Document, error) {
 		EnableProxy: w.EnableProxy, Hooks: w.Hooks}
 	if w.Groups != nil {
 		d.Groups = make(map[string]Group, len(w.Groups))
-		for _, name := range sortedKeys(w.Groups) {
+		for _, name := range slices.Sorted(maps.Keys(w.Groups)) {
 			g, err := decodeGroup(name, w.Groups[name])
 			if err != nil {
 				return nil, err
@@ -162,9 +164,9 @@ func Decode(raw []byte) (*Document, error) {
 	}
 	if w.Permissions != nil {
 		d.Permissions = make(map[string]Rules, len(w.Permissions))
-		for _, g := range sortedKeys(w.Permissions) {
+		for _, g := range slices.Sorted(maps.Keys(w.Permissions)) {
 			rules := Rules{}
-			for _, prog := range sortedKeys(w.Permissions[g]) {
+			for _, prog := range slices.Sorted(maps.Keys(w.Permissions[g])) {
 				a, err := DecodeAccess("permissions."+g+"."+prog, w.Permissions[g][prog])
 				if err != nil {
 					return nil, err
@@ -254,10 +256,9 @@ func (d *Document) Validate() error {
 		return fault.Invalid("default", "must be allow or deny")
 	}
 	if d.EnableProxy == nil {
-		t := true
-		d.EnableProxy = &t
+		d.EnableProxy = new(true)
 	}
-	for _, name := range sortedKeys(d.Groups) {
+	for _, name := range slices.Sorted(maps.Keys(d.Groups)) {
 		if err := ValidGroupName("groups."+name, name); err != nil {
 			return err
 		}
@@ -270,7 +271,7 @@ func (d *Document) Validate() error {
 	if len(d.Permissions) > MaxGroups {
 		return fault.Invalid("permissions", "at most %d groups", MaxGroups)
 	}
-	for _, name := range sortedKeys(d.Permissions) {
+	for _, name := range slices.Sorted(maps.Keys(d.Permissions)) {
 		if err := ValidGroupName("permissions."+name, name); err != nil {
 			return err
 		}
@@ -314,10 +315,7 @@ func (g *Group) Validate(field string) error {
 		}
 		return field + "." + sub
 	}
-	parent := field
-	if parent == "" {
-		parent = "body"
-	}
+	parent := cmp.Or(field, "body")
 	set := map[string]bool{
 		"secret": g.Secret != "", "secret_configured": g.SecretConfigured,
 		"algorithm": g.Algorithm != "", "sources": g.Sources != nil, "claims": g.Claims != nil,
@@ -340,8 +338,8 @@ func (g *Group) Validate(field string) error {
 		}
 		return fault.Invalid(f("type"), "must be one of %s", strings.Join(Types, ", "))
 	}
-	for _, k := range sortedKeys(set) {
-		if set[k] && !contains(own, k) {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if set[k] && !slices.Contains(own, k) {
 			return fault.Invalid(f(k), "does not apply to a %s group", g.Type)
 		}
 	}
@@ -514,7 +512,7 @@ func (g *Group) validJWT(f func(string) string) error {
 	if len(g.Claims) > MaxClaims {
 		return fault.Invalid(f("claims"), "at most %d claims", MaxClaims)
 	}
-	for _, k := range sortedKeys(g.Claims) {
+	for _, k := range slices.Sorted(maps.Keys(g.Claims)) {
 		switch g.Claims[k].(type) {
 		case string, float64, bool, json.Number:
 		default:
@@ -573,41 +571,22 @@ func (g *Group) Masked() bool {
 // Secrets lists the group's secret values (empty ones left out): what a
 // masked document must not contain.
 func (g *Group) Secrets() []string {
+	var all []string
+	switch {
+	case g.Type == TypeJWT && g.Algorithm == "HS256":
+		all = []string{g.Secret}
+	case g.Type == TypePassword:
+		all = []string{g.Password, g.Salt}
+	case g.Type == TypeToken:
+		all = []string{g.Value}
+	}
 	var out []string
-	for _, v := range []string{g.secret(), g.passwordSecret(), g.saltSecret(), g.valueSecret()} {
+	for _, v := range all {
 		if v != "" {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-func (g *Group) secret() string {
-	if g.Type == TypeJWT && g.Algorithm == "HS256" {
-		return g.Secret
-	}
-	return ""
-}
-
-func (g *Group) passwordSecret() string {
-	if g.Type == TypePassword {
-		return g.Password
-	}
-	return ""
-}
-
-func (g *Group) saltSecret() string {
-	if g.Type == TypePassword {
-		return g.Salt
-	}
-	return ""
-}
-
-func (g *Group) valueSecret() string {
-	if g.Type == TypeToken {
-		return g.Value
-	}
-	return ""
 }
 
 // Mask is the group as people see it: an HS256 secret, a password's hash
@@ -712,22 +691,4 @@ func (d *Document) Masked() bool {
 }
 
 // GroupNames lists the document's group names in order.
-func (d *Document) GroupNames() []string { return sortedKeys(d.Groups) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func (d *Document) GroupNames() []string { return slices.Sorted(maps.Keys(d.Groups)) }

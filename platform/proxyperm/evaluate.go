@@ -153,11 +153,11 @@ func (st *evalState) check(g *CompiledGroup) (match, string) {
 		var v string
 		switch g.Location {
 		case "header":
-			v = f.header(g.Name2)
+			v = ask(f.Header, g.Name2)
 		case "cookie":
-			v = f.cookie(g.Name2)
+			v = ask(f.Cookie, g.Name2)
 		default:
-			v = f.param(g.Name2)
+			v = ask(f.Param, g.Name2)
 		}
 		if v == "" {
 			return absent, ""
@@ -180,9 +180,9 @@ func (st *evalState) check(g *CompiledGroup) (match, string) {
 		for _, s := range g.Sources {
 			var tok string
 			if s.Cookie {
-				tok = f.cookie(s.Name)
+				tok = ask(f.Cookie, s.Name)
 			} else {
-				tok = f.header(s.Name)
+				tok = ask(f.Header, s.Name)
 				if t, ok := cutBearer(tok); ok {
 					tok = t
 				}

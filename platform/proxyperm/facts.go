@@ -58,25 +58,13 @@ func (f *Facts) admitsDirectly(g *CompiledGroup) bool {
 	return g.Tools == nil || f.ToolList || f.ActingFor
 }
 
-func (f *Facts) header(n string) string {
-	if f.Header == nil {
+// ask is one of Facts' Header, Cookie and Param asked for n ("" when the
+// function is nil).
+func ask(fn func(name string) string, n string) string {
+	if fn == nil {
 		return ""
 	}
-	return f.Header(n)
-}
-
-func (f *Facts) cookie(n string) string {
-	if f.Cookie == nil {
-		return ""
-	}
-	return f.Cookie(n)
-}
-
-func (f *Facts) param(n string) string {
-	if f.Param == nil {
-		return ""
-	}
-	return f.Param(n)
+	return fn(n)
 }
 
 // Outcome is what the gateway does with a request.

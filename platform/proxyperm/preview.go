@@ -1,9 +1,7 @@
 package proxyperm
 
 import (
-	"encoding/json"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -52,16 +50,8 @@ func (c *PreviewClaim) Check(container string, port int, now time.Time) string {
 		return "issued for another container"
 	case port == 0 || c.Port != port:
 		return "issued for another port"
-	case c.IssuedAt == 0 || c.Expires == 0:
-		return "no iat or exp"
-	case time.Unix(c.IssuedAt, 0).After(now.Add(ClaimSkew)):
-		return "issued in the future"
-	case now.After(time.Unix(c.Expires, 0)):
-		return "expired"
-	case c.Expires < c.IssuedAt || time.Duration(c.Expires-c.IssuedAt)*time.Second > MaxPreviewLifetime:
-		return "lifetime out of bounds"
 	}
-	return ""
+	return checkLifetime(c.IssuedAt, c.Expires, 0, MaxPreviewLifetime, now)
 }
 
 // preview admits a request for a port preview that carries a valid
@@ -71,20 +61,9 @@ func (st *evalState) preview() (Decision, bool) {
 	if f.Program != ProgramHTTP || f.Port == 0 || st.verify == nil || f.Audience == "" {
 		return Decision{}, false
 	}
-	for _, v := range []string{f.param(PreviewParam), f.cookie(PreviewCookie)} {
-		if v == "" || len(v) > 4<<10 {
-			continue
-		}
-		parts := strings.Split(v, ".")
-		if len(parts) != 3 {
-			continue
-		}
-		raw, err := st.verify(parts[0], parts[1], parts[2])
-		if err != nil {
-			continue
-		}
-		var pc PreviewClaim
-		if json.Unmarshal(raw, &pc) != nil || pc.Check(f.Audience, f.Port, f.Now) != "" {
+	for _, v := range []string{ask(f.Param, PreviewParam), ask(f.Cookie, PreviewCookie)} {
+		pc, ok := verifiedClaim[PreviewClaim](st, v, false)
+		if !ok || pc.Check(f.Audience, f.Port, f.Now) != "" {
 			continue
 		}
 		return Decision{Outcome: Allowed, Type: TypePreview, Subject: "port " + strconv.Itoa(f.Port),

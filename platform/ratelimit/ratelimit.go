@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,62 +151,35 @@ func (l *StoreLimiter) Add(ctx context.Context, hits ...LimitHit) error {
 }
 
 func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error {
-	live := hits[:0:0]
-	for _, h := range hits {
-		if h.Limit.N > 0 && h.Limit.Per > 0 {
-			live = append(live, h)
-		}
-	}
+	live := slices.DeleteFunc(slices.Clone(hits), func(h LimitHit) bool { return h.Limit.N <= 0 || h.Limit.Per <= 0 })
 	if len(live) == 0 {
 		return nil
 	}
 	now := l.clock.Now().UnixNano()
 	var refused *fault.Error
-	read := func(tx *store.Tx, h LimitHit) (string, limitWindow, bool, error) {
-		key := windowKey(h)
-		var w limitWindow
-		ok, err := tx.Get(LimitBucket, key, &w)
-		if err != nil {
-			return "", w, false, err
-		}
-		if !ok || now >= w.End {
-			return key, limitWindow{Start: now, End: now + int64(h.Limit.Per)}, true, nil
-		}
-		return key, w, false, nil
-	}
+	what, txn := "count the request for its rate limit", l.db.UpdateContext
 	if mode == modeCheck {
-		err := l.db.ViewContext(ctx, func(tx *store.Tx) error {
-			refused = nil
-			for _, h := range live {
-				_, w, _, err := read(tx, h)
-				if err != nil {
-					return err
-				}
-				if w.N >= h.Limit.N {
-					refused = tooMany(w, now)
-					return nil
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fault.Internal("check the rate limit", err)
-		}
-		if refused != nil {
-			return refused
-		}
-		return nil
+		what, txn = "check the rate limit", l.db.ViewContext
 	}
-	err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
+	err := txn(ctx, func(tx *store.Tx) error {
 		refused = nil // the function may run again after a conflict
 		for _, h := range live {
-			key, w, fresh, err := read(tx, h)
+			key := windowKey(h)
+			var w limitWindow
+			ok, err := tx.Get(LimitBucket, key, &w)
 			if err != nil {
 				return err
 			}
-			if mode == modeAllow && w.N >= h.Limit.N {
+			fresh := !ok || now >= w.End
+			if fresh {
+				w = limitWindow{Start: now, End: now + int64(h.Limit.Per)}
+			}
+			if mode != modeAdd && w.N >= h.Limit.N {
 				refused = tooMany(w, now)
 				return nil
+			}
+			if mode == modeCheck {
+				continue
 			}
 			w.N++
 			if fresh {
@@ -220,7 +194,7 @@ func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error
 		return nil
 	})
 	if err != nil {
-		return fault.Internal("count the request for its rate limit", err)
+		return fault.Internal(what, err)
 	}
 	if refused != nil {
 		return refused
@@ -229,10 +203,7 @@ func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error
 }
 
 func tooMany(w limitWindow, now int64) *fault.Error {
-	secs := int(math.Ceil(float64(w.End-now) / float64(time.Second)))
-	if secs < 1 {
-		secs = 1
-	}
+	secs := max(1, int(math.Ceil(float64(w.End-now)/float64(time.Second))))
 	return &fault.Error{Code: fault.CodeTooManyRequests,
 		Message: "too many requests; retry after " + strconv.Itoa(secs) + " seconds",
 		Headers: map[string]string{"Retry-After": strconv.Itoa(secs)}}

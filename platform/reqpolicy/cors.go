@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 )
 
 // CORS is the cross-origin answer RequestPolicy.Decide gives a request it
@@ -109,7 +110,7 @@ func echoHeaders(list string) string {
 		if name == "" {
 			continue
 		}
-		if !isToken(name) || len(out) == maxRequestedHeaders {
+		if len(name) > 128 || !httpguts.ValidHeaderFieldName(name) || len(out) == maxRequestedHeaders {
 			return ""
 		}
 		if !proxyOwned(name) {
@@ -125,23 +126,6 @@ func proxyOwned(name string) bool {
 	n := strings.ToLower(name)
 	return n == "forwarded" || n == "x-real-ip" || strings.HasPrefix(n, "x-forwarded-") ||
 		strings.HasPrefix(n, "x-deckhand-identity-")
-}
-
-// isToken reports an RFC 9110 token (a valid header name).
-func isToken(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Apply sets the headers of an actual (not preflight) response: Allow-

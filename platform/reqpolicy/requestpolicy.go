@@ -2,6 +2,7 @@ package reqpolicy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -82,28 +83,8 @@ func DefaultPolicy() *RequestPolicy {
 	return p
 }
 
-// ParseOrigins splits a comma list of origins (the --allowed-origins value).
-func ParseOrigins(list string) []string {
-	var out []string
-	for _, s := range strings.Split(list, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // Domain is the --domain the policy was built with.
 func (p *RequestPolicy) Domain() string { return p.domain }
-
-// Origins lists the configured origins (for passing on to a child process).
-func (p *RequestPolicy) Origins() []string {
-	out := make([]string, 0, len(p.origins))
-	for o := range p.origins {
-		out = append(out, o)
-	}
-	return out
-}
 
 // Check applies the policy; nil means the request may be routed.
 func (p *RequestPolicy) Check(r Request) *fault.Error {
@@ -265,9 +246,7 @@ func WriteHTTPError(w http.ResponseWriter, err error) {
 // code's (the gateway answers BACKEND_ERROR with 502, not 500); 0 keeps it.
 func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	e := fault.AsError(err)
-	if status == 0 {
-		status = e.Status()
-	}
+	status = cmp.Or(status, e.Status())
 	for k, v := range e.Headers {
 		w.Header().Set(k, v)
 	}
@@ -286,9 +265,7 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 // gateway): the same status, headers and body.
 func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
 	e := fault.AsError(err)
-	if status == 0 {
-		status = e.Status()
-	}
+	status = cmp.Or(status, e.Status())
 	rc.Response.Reset()
 	for k, v := range e.Headers {
 		rc.Response.Header.Set(k, v)

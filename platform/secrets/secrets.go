@@ -53,7 +53,19 @@ func New(master []byte) (*Sealer, error) {
 	if len(master) != KeySize {
 		return nil, fmt.Errorf("secrets: the master key must be %d bytes, got %d", KeySize, len(master))
 	}
-	key, err := hkdf.Key(sha256.New, master, nil, "deckhand secrets v1 aes-256-gcm", 32)
+	aead, err := AEAD(master, "deckhand secrets v1 aes-256-gcm")
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, master)
+	m.Write([]byte("deckhand master key id"))
+	return &Sealer{aead: aead, id: hex.EncodeToString(m.Sum(nil)[:4])}, nil
+}
+
+// AEAD is AES-256-GCM under the key HKDF-SHA256 derives from secret for
+// info, never secret itself.
+func AEAD(secret []byte, info string) (cipher.AEAD, error) {
+	key, err := hkdf.Key(sha256.New, secret, nil, info, 32)
 	if err != nil {
 		return nil, err
 	}
@@ -61,13 +73,7 @@ func New(master []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	m := hmac.New(sha256.New, master)
-	m.Write([]byte("deckhand master key id"))
-	return &Sealer{aead: aead, id: hex.EncodeToString(m.Sum(nil)[:4])}, nil
+	return cipher.NewGCM(block)
 }
 
 // KeyID is a short fingerprint of the master key (not secret: a one-way

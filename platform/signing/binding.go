@@ -43,7 +43,6 @@ var (
 	ErrBindingMissing   = errors.New("signature: no " + BindingHeader + " header on an answer that was asked for one")
 	ErrBindingMalformed = errors.New("signature: malformed " + BindingHeader + " header")
 	ErrStatusMismatch   = errors.New("signature: the answer's status is not the one signed")
-	ErrBadNonce         = errors.New("signature: " + NonceHeader + " must be 16-128 characters of A-Z a-z 0-9 - _")
 )
 
 // ValidNonce reports whether n may be a nonce: 16 to 128 characters of

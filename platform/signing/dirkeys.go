@@ -2,7 +2,6 @@ package signing
 
 import (
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"deckhand/platform/atomicfile"
 	"deckhand/platform/secrets"
@@ -131,11 +129,10 @@ func (ks *KeySet) Rotate() (Key, error) {
 	if ks.db != nil {
 		return ks.rotateDB()
 	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	k, err := newKey()
 	if err != nil {
-		return Key{}, fmt.Errorf("signing keys: generate: %w", err)
+		return Key{}, err
 	}
-	k := Key{ID: KIDFor(pub), Public: pub, private: priv, CreatedAt: time.Now().UTC()}
 	if err := ks.writeKey(k); err != nil {
 		return Key{}, err
 	}

@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -16,9 +17,7 @@ type KeySource func(ctx context.Context) (PublicKeySet, error)
 // HTTPKeySource fetches GET <baseURL>/api/v1/meta/public-key and unwraps
 // the control-plane envelope.
 func HTTPKeySource(client *http.Client, baseURL string) KeySource {
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client = cmp.Or(client, http.DefaultClient)
 	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
 	return func(ctx context.Context) (PublicKeySet, error) {
 		raw, header, err := getKeySet(ctx, client, url)
@@ -88,9 +87,7 @@ func getKeySet(ctx context.Context, client *http.Client, url string) ([]byte, ht
 // HTTPKeySetFetcher fetches GET <baseURL>/api/v1/meta/public-key as it
 // arrives, for a verifier that judges it itself (VerifierOptions.Fetch).
 func HTTPKeySetFetcher(client *http.Client, baseURL string) func(ctx context.Context) (FetchedKeySet, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client = cmp.Or(client, http.DefaultClient)
 	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
 	return func(ctx context.Context) (FetchedKeySet, error) {
 		raw, header, err := getKeySet(ctx, client, url)

@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,9 +76,7 @@ func (ks *KeySet) Watch(ctx context.Context, log *slog.Logger) {
 	if ks.db == nil {
 		return
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	sub := ks.db.Subscribe(ctx, KeysChannel)
 	t := time.NewTicker(ReloadEvery)
 	defer t.Stop()

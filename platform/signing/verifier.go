@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -113,13 +114,6 @@ func (v *Verifier) Keys() map[string]ed25519.PublicKey {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return maps.Clone(v.keys)
-}
-
-// Fetches counts key-set fetches made so far.
-func (v *Verifier) Fetches() int {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.fetches
 }
 
 // key returns the public key for kid, fetching the set when the cache is
@@ -289,10 +283,7 @@ func (v *Verifier) VerifyResponse(resp *http.Response, body []byte) (Signature, 
 	}
 	path := ""
 	if resp.Request != nil && resp.Request.URL != nil {
-		path = resp.Request.URL.EscapedPath()
-		if path == "" {
-			path = "/"
-		}
+		path = cmp.Or(resp.Request.URL.EscapedPath(), "/")
 	}
 	s, err := v.Verify(ctx, resp.Header.Get(Header), path, body)
 	if err != nil {

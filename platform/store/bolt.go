@@ -272,11 +272,7 @@ func boltBefore(c *bolt.Cursor, k []byte) ([]byte, []byte) {
 // boltFirst positions c on the first entry a scan visits.
 func boltFirst(c *bolt.Cursor, o ScanOptions) ([]byte, []byte) {
 	if !o.Reverse {
-		from := o.Prefix
-		if o.Start > from {
-			from = o.Start
-		}
-		k, v := c.Seek([]byte(from))
+		k, v := c.Seek([]byte(max(o.Prefix, o.Start)))
 		if o.Exclusive && k != nil && string(k) == o.Start {
 			k, v = c.Next()
 		}

@@ -45,12 +45,7 @@ func (a *access) covers(t *Table, pos int) bool {
 	if a.index < 0 {
 		return false
 	}
-	for _, f := range t.Indexes[a.index].Fields {
-		if t.pos[f] == pos {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(t.Indexes[a.index].Fields, func(f string) bool { return t.pos[f] == pos })
 }
 
 // eqValues are the values an eq or in condition fixes a column to (NULL

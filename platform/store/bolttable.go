@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
@@ -291,12 +292,7 @@ func (t *boltTx) writeRow(tb *Table, key string, row []val) error {
 }
 
 func hasNull(tb *Table, ix Index, row []val) bool {
-	for _, f := range ix.Fields {
-		if row[tb.pos[f]].null {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ix.Fields, func(f string) bool { return row[tb.pos[f]].null })
 }
 
 func (t *boltTx) PutRow(tb *Table, key string, raw []byte, _ bool, row Row) error {

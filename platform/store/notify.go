@@ -51,10 +51,9 @@ func (h *hub) subscribe(ctx context.Context, channel string) <-chan Notification
 	h.subs[channel][s] = struct{}{}
 	h.mu.Unlock()
 	h.start.Do(func() {
-		var once sync.Once
 		go func() {
 			defer close(h.done)
-			h.e.Listen(h.ctx, h.deliver, func() { once.Do(func() { close(h.ready) }) })
+			h.e.Listen(h.ctx, h.deliver, sync.OnceFunc(func() { close(h.ready) }))
 		}()
 	})
 	select { // a database that is down must not hold the caller long

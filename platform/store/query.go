@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -204,9 +205,7 @@ func compile(t *Table, q Query) (*Plan, error) {
 	case q.Offset > 0 && q.Cursor != "":
 		return nil, qerr("cursor", "give an offset or a cursor, not both")
 	}
-	if p.Limit == 0 {
-		p.Limit = MaxPage
-	}
+	p.Limit = cmp.Or(p.Limit, MaxPage)
 	for _, f := range q.Filters {
 		if f.Any == nil {
 			c, err := compileCond(t, f)
@@ -518,12 +517,7 @@ func (c *Cond) holds(row []val, key string) bool {
 		if v.null {
 			return c.hasNull
 		}
-		for _, w := range c.vals {
-			if compareVal(c.Type, v, w) == 0 {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(c.vals, func(w val) bool { return compareVal(c.Type, v, w) == 0 })
 	}
 	w := c.vals[0]
 	if w.null {

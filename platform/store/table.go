@@ -282,12 +282,7 @@ func (t *Table) Fingerprint() string {
 // indexed reports whether field i is part of some index (its text values
 // are then bounded by MaxKeyLen).
 func (t *Table) indexed(i int) bool {
-	for _, ix := range t.Indexes {
-		if slices.Contains(ix.Fields, t.Fields[i].Name) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(t.Indexes, func(ix Index) bool { return slices.Contains(ix.Fields, t.Fields[i].Name) })
 }
 
 // ErrBadValue rejects a record whose field value the engines cannot

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,17 +39,7 @@ func (t *Tx) fail(err error) error {
 
 // Get decodes bucket[key] into v and reports whether it existed.
 func (t *Tx) Get(bucket, key string, v any) (bool, error) {
-	if validBucket(bucket) != nil || validKey(key) != nil {
-		return false, nil
-	}
-	raw, err := t.e.Get(bucket, key)
-	if err != nil {
-		return false, t.fail(err)
-	}
-	if raw == nil {
-		return false, nil
-	}
-	return true, json.Unmarshal(raw, v)
+	return t.get(t.e.Get, bucket, key, v)
 }
 
 // GetForUpdate is Get that locks the record's row until the transaction
@@ -60,10 +51,14 @@ func (t *Tx) GetForUpdate(bucket, key string, v any) (bool, error) {
 	if !t.writable {
 		return false, ErrReadOnly
 	}
+	return t.get(t.e.GetForUpdate, bucket, key, v)
+}
+
+func (t *Tx) get(read func(bucket, key string) ([]byte, error), bucket, key string, v any) (bool, error) {
 	if validBucket(bucket) != nil || validKey(key) != nil {
 		return false, nil
 	}
-	raw, err := t.e.GetForUpdate(bucket, key)
+	raw, err := read(bucket, key)
 	if err != nil {
 		return false, t.fail(err)
 	}
@@ -274,9 +269,7 @@ func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
 	var items []T
 	var keys []string
 	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
-	if q.Limit == 0 {
-		q.Limit = 1000
-	}
+	q.Limit = cmp.Or(q.Limit, 1000)
 	for {
 		pg, err := PageOf[T](tx, table, q)
 		if err != nil {
@@ -296,9 +289,7 @@ func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
 func Keys(tx *Tx, table *Table, q Query) ([]string, error) {
 	var keys []string
 	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
-	if q.Limit == 0 {
-		q.Limit = 1000
-	}
+	q.Limit = cmp.Or(q.Limit, 1000)
 	for {
 		pg, err := tx.Page(table, q)
 		if err != nil {

@@ -9,14 +9,14 @@
 package tokenseal
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"deckhand/platform/secrets"
 )
 
 // Path is the agent gateway's route that takes a sealed hand-over (POST,
@@ -37,15 +37,7 @@ func Hash(token string) string {
 }
 
 func aead(prevHash, containerID string) (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, []byte(prevHash), nil, "deckhand agent token hand-over "+containerID, 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
+	return secrets.AEAD([]byte(prevHash), "deckhand agent token hand-over "+containerID)
 }
 
 // Seal seals token for containerID's agent, whose token in force has

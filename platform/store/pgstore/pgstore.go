@@ -23,6 +23,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -90,9 +91,7 @@ func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = poolMaxConns
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
-	}
+	cfg.ConnConfig.ConnectTimeout = cmp.Or(cfg.ConnConfig.ConnectTimeout, 5*time.Second)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, describe(cfg.ConnConfig, "connect", err)

@@ -327,26 +327,19 @@ func recomputeColumns(ctx context.Context, tx pgx.Tx, t *store.Table) error {
 func typedArray(ty store.Type, vs []any) any {
 	switch ty {
 	case store.TypeInt:
-		out := make([]*int64, len(vs))
-		for i, v := range vs {
-			if n, ok := v.(int64); ok {
-				out[i] = &n
-			}
-		}
-		return out
+		return pointers[int64](vs)
 	case store.TypeTime:
-		out := make([]*time.Time, len(vs))
-		for i, v := range vs {
-			if t, ok := v.(time.Time); ok {
-				out[i] = &t
-			}
-		}
-		return out
+		return pointers[time.Time](vs)
 	}
-	out := make([]*string, len(vs))
+	return pointers[string](vs)
+}
+
+// pointers points at each of vs that is a T; the others are nil.
+func pointers[T any](vs []any) []*T {
+	out := make([]*T, len(vs))
 	for i, v := range vs {
-		if s, ok := v.(string); ok {
-			out[i] = &s
+		if x, ok := v.(T); ok {
+			out[i] = &x
 		}
 	}
 	return out

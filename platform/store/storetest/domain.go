@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -59,11 +60,7 @@ func RunTables(t *testing.T, open Opener, cases []TableCase) {
 			must(t, db.Declare(ctx, c.Table))
 			checkQueries(t, db, c, recs, "declared over existing records")
 
-			keys := make([]string, 0, len(recs))
-			for k := range recs {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
+			keys := slices.Sorted(maps.Keys(recs))
 			must(t, db.Update(func(tx *store.Tx) error {
 				for i, k := range keys {
 					switch i % 3 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -69,7 +70,7 @@ func declared(t *testing.T, open Opener, name string, recs map[string]trec) (*st
 	db, _ := open(t)
 	tb := tableOf(name)
 	must(t, db.Declare(context.Background(), tb))
-	keys := sortedKeys(recs)
+	keys := slices.Sorted(maps.Keys(recs))
 	for len(keys) > 0 {
 		n := min(len(keys), 200)
 		must(t, db.Update(func(tx *store.Tx) error {
@@ -83,15 +84,6 @@ func declared(t *testing.T, open Opener, name string, recs map[string]trec) (*st
 		keys = keys[n:]
 	}
 	return db, tb
-}
-
-func sortedKeys(recs map[string]trec) []string {
-	keys := make([]string, 0, len(recs))
-	for k := range recs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // The reference evaluation, written apart from the engines': a field's
@@ -409,7 +401,7 @@ func testTableIndexUpkeep(t *testing.T, open Opener) {
 	recs := tableRecords(60)
 	db, tb := declared(t, open, "upkeep", recs)
 	rng := rand.New(rand.NewPCG(3, 3))
-	keys := sortedKeys(recs)
+	keys := slices.Sorted(maps.Keys(recs))
 	for round := range 4 {
 		must(t, db.Update(func(tx *store.Tx) error {
 			for _, k := range keys {
@@ -498,9 +490,7 @@ func testTableUnique(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d := db
 			if i%2 == 1 {
 				d = other
@@ -508,7 +498,7 @@ func testTableUnique(t *testing.T, open Opener) {
 			errs[i] = d.Update(func(tx *store.Tx) error {
 				return tx.Put("uniq", fmt.Sprint("race", i), trec{Email: "race@x"})
 			})
-		}()
+		})
 	}
 	wg.Wait()
 	won := 0
@@ -534,9 +524,7 @@ func testTableCursorUnderInserts(t *testing.T, open Opener) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 200; i++ { // bounded: the walk must overtake them
 				select {
 				case <-stop:
@@ -552,7 +540,7 @@ func testTableCursorUnderInserts(t *testing.T, open Opener) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	defer func() { close(stop); wg.Wait() }()
 	for _, q := range []store.Query{{Sort: []string{"name"}, Limit: 13}, {Sort: []string{"n"}, Desc: true, Limit: 17},
