@@ -160,8 +160,8 @@ func choose(p *Plan) []*access {
 				}
 			}
 			if keys != nil { // two key conditions: their intersection
-				for _, k := range keys {
-					if !ks[k] {
+				for k := range ks {
+					if _, found := slices.BinarySearch(keys, k); !found {
 						delete(ks, k)
 					}
 				}

@@ -36,6 +36,8 @@ func TestRunTables(t *testing.T) {
 		{Filters: []store.Filter{store.Where("n", store.In, []int{1, 2, 3})}, Sort: []string{"name"}, Desc: true},
 		{Filters: []store.Filter{store.AnyOf(store.Where("at", store.Eq, nil), store.Where("at", store.Gt, at))}, Limit: 9, SkipTotal: true},
 		{Filters: append(store.KeyPrefix("k001"), store.Where("key", store.Ne, "k0012"))},
+		{Filters: []store.Filter{store.Where("key", store.In, []string{"k0001", "k0002", "k0003"}),
+			store.Where("key", store.In, []string{"k0002", "k0003", "k0004"})}},
 		{Sort: []string{"at"}, Offset: 5, Limit: 10},
 	}
 	storetest.RunTablesOnEngines(t, []storetest.TableCase{{Table: storetest.ContractTable("domain"), Records: recs, Queries: queries}})
