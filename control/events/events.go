@@ -217,15 +217,4 @@ func Delete(tx *store.Tx, id string) (bool, error) {
 }
 
 // List returns events in creation order (oldest first).
-func List(tx *store.Tx) ([]Event, error) {
-	var out []Event
-	err := tx.ForEach(Bucket, func(_ string, raw []byte) error {
-		var ev Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return err
-		}
-		out = append(out, ev)
-		return nil
-	})
-	return out, err
-}
+func List(tx *store.Tx) ([]Event, error) { return store.Under[Event](tx, Bucket, "") }

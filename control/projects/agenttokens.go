@@ -128,7 +128,7 @@ func (s *Service) ListAgentTokens(ctx context.Context, ref ContainerRef) (*Agent
 	id := ref.ID
 	out := &AgentTokenList{Tokens: []AgentToken{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+		recs, err := store.Under[agentTokenRec](tx, bucketAgentTokens, id+"/")
 		for _, r := range recs {
 			out.Tokens = append(out.Tokens, AgentToken{ID: r.ID, ContainerID: r.ContainerID, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy})
 		}

@@ -226,7 +226,7 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 				st.ProxyDocuments++
 			}
 		}
-		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		perms, err := store.Under[Permission](tx, bucketPerms, id+"/")
 		for _, p := range perms {
 			st.Members++
 			st.ByRole[p.Role]++

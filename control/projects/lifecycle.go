@@ -405,7 +405,7 @@ func engineErr(op string, err error) error {
 // dropAgentTokens deletes every agent token of container id (in tx); the
 // keys are gathered first, as deleting under a scan may skip entries.
 func dropAgentTokens(tx *store.Tx, id string) error {
-	recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+	recs, err := store.Under[agentTokenRec](tx, bucketAgentTokens, id+"/")
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ type RoleChange struct {
 func (s *Service) ListPermissions(ctx context.Context, ref ProjectRef) ([]Permission, error) {
 	id := ref.ID
 	out, err := domain.Transact(ctx, s.db.ViewContext, "list permissions", func(tx *store.Tx) ([]Permission, error) {
-		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		perms, err := store.Under[Permission](tx, bucketPerms, id+"/")
 		return nonNil(perms), err
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ const handoffTimeout = 8 * time.Second
 // poolTokenHash is the hash of pool member id's token in force (in tx),
 // the key its hand-over is sealed under; "" when it has none.
 func poolTokenHash(tx *store.Tx, id string) (string, error) {
-	recs, err := under[agentTokenRec](tx, bucketAgentTokens, id+"/")
+	recs, err := store.Under[agentTokenRec](tx, bucketAgentTokens, id+"/")
 	if err != nil || len(recs) == 0 {
 		return "", err
 	}

@@ -42,7 +42,7 @@ func (s *Service) reconcilePool(ctx context.Context) {
 	images := map[string]bool{}
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		var err error
-		if members, err = under[poolMember](tx, bucketPool, ""); err != nil {
+		if members, err = store.Under[poolMember](tx, bucketPool, ""); err != nil {
 			return err
 		}
 		images = map[string]bool{}

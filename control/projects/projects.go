@@ -376,7 +376,7 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 		if err := projectHasWorkspaces(tx, id); err != nil {
 			return err
 		}
-		perms, err := under[Permission](tx, bucketPerms, id+"/")
+		perms, err := store.Under[Permission](tx, bucketPerms, id+"/")
 		if err != nil {
 			return err
 		}

@@ -105,7 +105,7 @@ type SSHKeyList struct {
 }
 
 func containerSSHKeys(tx *store.Tx, id string) ([]sshKeyRec, error) {
-	out, err := under[sshKeyRec](tx, bucketSSHKeys, id+"/")
+	out, err := store.Under[sshKeyRec](tx, bucketSSHKeys, id+"/")
 	slices.SortFunc(out, func(a, b sshKeyRec) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c

@@ -1,7 +1,6 @@
 package projects
 
 import (
-	"encoding/json"
 	"time"
 
 	"deckhand/platform/fault"
@@ -51,21 +50,6 @@ func where[T any](tx *store.Tx, table *store.Table, field, value string, limit i
 	pg, err := store.PageOf[T](tx, table, store.Query{Filters: []store.Filter{store.Where(field, store.Eq, value)},
 		Sort: []string{"created_at"}, Limit: limit, SkipTotal: true})
 	return pg.Items, err
-}
-
-// under is every record of bucket whose key starts with prefix, in key
-// order.
-func under[T any](tx *store.Tx, bucket, prefix string) ([]T, error) {
-	var out []T
-	err := tx.ForEachPrefix(bucket, prefix, func(_ string, raw []byte) error {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	})
-	return out, err
 }
 
 func getProject(tx *store.Tx, id string) (*Project, error) {

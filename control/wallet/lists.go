@@ -3,7 +3,6 @@ package wallet
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -124,20 +123,6 @@ func pageOf[T any](ctx context.Context, s *Service, table *store.Table, q ListQu
 		return nil, Pagination{}, fault.Wrap(op, err)
 	}
 	return pg.Items, domain.Paginate(pg.Total, q.Page, q.Limit), nil
-}
-
-// scanUser decodes every record of the user in bucket.
-func scanUser[T any](tx *store.Tx, bucket, userID string) ([]T, error) {
-	var out []T
-	err := tx.Scan(bucket, store.ScanOptions{Prefix: userID + "/"}, func(_ string, raw []byte) error {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	})
-	return out, err
 }
 
 // ListFees answers a page of the caller's AI fee records.

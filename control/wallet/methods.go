@@ -168,7 +168,7 @@ func (s *Service) ListMethods(ctx context.Context) ([]PaymentMethod, error) {
 	var out []PaymentMethod
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		var err error
-		out, err = scanUser[PaymentMethod](tx, bucketMethods, p.UserID)
+		out, err = store.Under[PaymentMethod](tx, bucketMethods, p.UserID+"/")
 		if err != nil {
 			return err
 		}

@@ -155,6 +155,21 @@ func GetMany[T any](tx *Tx, bucket string, keys []string) ([]*T, error) {
 	return out, nil
 }
 
+// Under decodes the JSON of every value of bucket whose key starts with
+// prefix ("": every one), in key order.
+func Under[T any](tx *Tx, bucket, prefix string) ([]T, error) {
+	var out []T
+	err := tx.ForEachPrefix(bucket, prefix, func(key string, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("%s %q: %w", bucket, key, err)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
 // Put encodes v as JSON into bucket[key].
 func (t *Tx) Put(bucket, key string, v any) error {
 	raw, err := json.Marshal(v)
