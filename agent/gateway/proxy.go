@@ -33,9 +33,11 @@ var dropResponse = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Tra
 // is set verbatim (escaped form), never re-encoded.
 func (g *Gateway) rewrite(ctx *fasthttp.RequestCtx, addr, path, query, prefix string) {
 	h := &ctx.Request.Header
-	client := ctx.RemoteIP().String()
+	var client string
 	if g.cfg.TrustProxyHeaders {
 		client = forwardedClient(ctx.RemoteIP(), h.PeekAll("X-Forwarded-For"))
+	} else {
+		client = ctx.RemoteIP().String()
 	}
 	proto := "http"
 	if ctx.IsTLS() {

@@ -74,7 +74,7 @@ func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceReq
 		if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
-		return nil, toolErr(err)
+		return nil, mcpserver.ToolError(err)
 	}
 	c := &mcp.ResourceContents{URI: req.Params.URI, MIMEType: f.MimeType, Text: f.Text, Blob: f.Data}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
@@ -96,7 +96,7 @@ func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResource
 func (s *Service) textResource(ctx context.Context, req *mcp.ReadResourceRequest, tool string, args map[string]any) (*mcp.ReadResourceResult, error) {
 	out, err := mcpserver.RunTool[struct{ Text string }](ctx, s.srv, mcpserver.CallerOf(req.Extra), tool, args)
 	if err != nil {
-		return nil, toolErr(err)
+		return nil, mcpserver.ToolError(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: out.Text}}}, nil
 }
@@ -173,7 +173,7 @@ func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	case err := <-ready:
 		if err != nil {
 			u.drop(uri, id)
-			return toolErr(err)
+			return mcpserver.ToolError(err)
 		}
 		return nil
 	case <-ctx.Done():
@@ -181,7 +181,7 @@ func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		return ctx.Err()
 	case <-time.After(watchReady):
 		u.drop(uri, id)
-		return toolErr(&fault.Error{Code: fault.CodeTimeout, Message: "the files service's watch did not start"})
+		return mcpserver.ToolError(&fault.Error{Code: fault.CodeTimeout, Message: "the files service's watch did not start"})
 	}
 }
 

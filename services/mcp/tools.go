@@ -61,12 +61,9 @@ func textResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
-// toolErr is a tool's failure as the model sees it.
-func toolErr(err error) error { return mcpserver.ToolError(err) }
-
 func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in EditArgs) (*mcp.CallToolResult, EditResult, error) {
 	if in.OldString == "" {
-		return nil, EditResult{}, toolErr(fault.Invalid("old_string", "must not be empty"))
+		return nil, EditResult{}, mcpserver.ToolError(fault.Invalid("old_string", "must not be empty"))
 	}
 	who := mcpserver.CallerOf(req.Extra)
 	f, err := mcpserver.RunTool[fileText](ctx, s.srv, who, "files_read", map[string]any{"path": in.Path})
@@ -74,14 +71,14 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 		err = notText(f)
 	}
 	if err != nil {
-		return nil, EditResult{}, toolErr(err)
+		return nil, EditResult{}, mcpserver.ToolError(err)
 	}
 	n := strings.Count(f.Text, in.OldString)
 	switch {
 	case n == 0:
-		return nil, EditResult{}, toolErr(fault.Invalid("old_string", "does not occur in %s (it must match exactly, whitespace included)", in.Path))
+		return nil, EditResult{}, mcpserver.ToolError(fault.Invalid("old_string", "does not occur in %s (it must match exactly, whitespace included)", in.Path))
 	case n > 1 && !in.ReplaceAll:
-		return nil, EditResult{}, toolErr(fault.Invalid("old_string", "occurs %d times in %s: give more context to make it unique, or replace_all", n, in.Path))
+		return nil, EditResult{}, mcpserver.ToolError(fault.Invalid("old_string", "occurs %d times in %s: give more context to make it unique, or replace_all", n, in.Path))
 	case in.ReplaceAll:
 		f.Text = strings.ReplaceAll(f.Text, in.OldString, in.NewString)
 	default:
@@ -89,7 +86,7 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 	}
 	e, err := mcpserver.RunTool[map[string]any](ctx, s.srv, who, "files_write", map[string]any{"path": in.Path, "content": f.Text, "if_match": f.ETag})
 	if err != nil {
-		return nil, EditResult{}, toolErr(err)
+		return nil, EditResult{}, mcpserver.ToolError(err)
 	}
 	return textResult(fmt.Sprintf("replaced %d occurrence(s) in %s", n, in.Path)), EditResult{Entry: e, Replacements: n}, nil
 }
